@@ -1,0 +1,37 @@
+#include "common/cpu.h"
+
+namespace qe::cpu {
+
+#if defined(__x86_64__) || defined(__i386__)
+bool has_avx2() { return __builtin_cpu_supports("avx2"); }
+bool has_avx512bw() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool has_popcnt() { return __builtin_cpu_supports("popcnt"); }
+bool has_rdseed() {
+  unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
+  __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+  return (ebx >> 18) & 1u;
+}
+bool has_rdrand() {
+  unsigned eax = 1, ebx = 0, ecx = 0, edx = 0;
+  __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+  return (ecx >> 30) & 1u;
+}
+#else
+bool has_avx2() { return false; }
+bool has_avx512bw() { return false; }
+bool has_popcnt() { return false; }
+bool has_rdseed() { return false; }
+bool has_rdrand() { return false; }
+#endif
+
+std::vector<std::string> feature_names() {
+  std::vector<std::string> names;
+  if (has_popcnt()) names.emplace_back("popcnt");
+  if (has_avx2()) names.emplace_back("avx2");
+  if (has_avx512bw()) names.emplace_back("avx512bw");
+  if (has_rdrand()) names.emplace_back("rdrand");
+  if (has_rdseed()) names.emplace_back("rdseed");
+  return names;
+}
+
+}  // namespace qe::cpu

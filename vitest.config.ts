@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Servers, databases and native work: give them room, but keep CI well inside its limit.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    // Two cores: running more files at once only makes timing-sensitive tests flaky.
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+  },
+});
