@@ -53,8 +53,9 @@ std::string show(const T& v) {
 
 #define CHECK_EQ(a, b)                                                                     \
   do {                                                                                     \
-    const auto& qe_a = (a);                                                                \
-    const auto& qe_b = (b);                                                                \
+    /* copies, so CHECK_EQ(f().member, x) cannot keep a dead temporary alive by reference */ \
+    const auto qe_a = (a);                                                                 \
+    const auto qe_b = (b);                                                                 \
     if (!(qe_a == qe_b))                                                                   \
       ::qe::check::fail(__FILE__, __LINE__,                                                \
                         "CHECK_EQ(" #a ", " #b "): " + ::qe::check::show(qe_a) + " != " +  \

@@ -1,0 +1,128 @@
+// Native health tests through the TypeScript wrappers: SP 800-90B RCT/APT verdicts on
+// stuck, repeating and good data, and the FIPS 140-2 block tests on NIST's SHA-1 data.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { FIPS140_BLOCK_BYTES, Fips140Tester, HealthTester, healthCutoffs } from '../src/native/health.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const vectors = path.resolve(repoRoot, '..', 'shared', 'vectors');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'qe-health-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** A deterministic, well-mixed stream: SHA-256 in counter mode. */
+function goodBytes(n: number): Buffer {
+  const parts: Buffer[] = [];
+  for (let i = 0; parts.length * 32 < n; i++) parts.push(createHash('sha256').update(`qentropy-${i}`).digest());
+  return Buffer.concat(parts).subarray(0, n);
+}
+
+function* blocks(data: Buffer, size: number): Generator<Buffer> {
+  for (let off = 0; off + size <= data.length; off += size) yield data.subarray(off, off + size);
+}
+
+describe('SP 800-90B cutoffs', () => {
+  // product.md §6, from the formulas of SP 800-90B §4.4.1 and §4.4.2 at alpha = 2^-20.
+  it.each([
+    [8, 4, 13],
+    [7.9, 4, 13],
+    [7.5, 4, 15],
+    [7, 4, 18],
+    [6, 5, 25],
+  ])('H = %s bits per byte: RCT %i, APT %i', (h, rct, apt) => {
+    expect(healthCutoffs({ mode: 'bytes', minEntropy: h })).toEqual({ rct, apt, window: 512 });
+  });
+
+  it('bit mode uses a window of 1,024 (SP 800-90B Table 2: H = 1 gives 589)', () => {
+    expect(healthCutoffs({ mode: 'bits', minEntropy: 1 })).toEqual({ rct: 21, apt: 589, window: 1024 });
+  });
+
+  it('rejects impossible settings', () => {
+    expect(() => healthCutoffs({ minEntropy: 9 })).toThrow(RangeError);
+    expect(() => healthCutoffs({ mode: 'bits', minEntropy: 2 })).toThrow(/per bit/);
+    expect(() => new HealthTester({ startupSamples: 10 })).toThrow(/1024/);
+  });
+});
+
+describe('HealthTester', () => {
+  it('stops a stuck source (a file of zeros) at once and never trusts it', () => {
+    const file = path.join(tmp, 'zeros.bin');
+    fs.writeFileSync(file, Buffer.alloc(16 * 1024));
+    const t = new HealthTester();
+    const results = [...blocks(fs.readFileSync(file), 1024)].map((b) => t.feed(b));
+    expect(results.every((r) => !r.passed && !r.ready)).toBe(true);
+    expect(results[0]!.firstFailure).toMatchObject({ test: 'repetition-count', blockOffset: 3, count: 4, symbol: 0 });
+    expect(results[0]!.firstFailure!.message).toMatch(/repetition-count test failed at sample 3/);
+    expect(t.stats().blocksFailed).toBe(16);
+  });
+
+  it('stops a source repeating a short pattern (APT)', () => {
+    const file = path.join(tmp, 'pattern.bin');
+    fs.writeFileSync(file, Buffer.from('0123456789abcdef'.repeat(512)));
+    const t = new HealthTester();
+    const r = t.feed(fs.readFileSync(file).subarray(0, 1024));
+    expect(r.passed).toBe(false);
+    expect(r.firstFailure?.test).toBe('adaptive-proportion');
+    expect(t.stats().rctFailures).toBe(0);
+  });
+
+  it('passes good data block after block and becomes ready after 1,024 samples', () => {
+    const t = new HealthTester({ minEntropy: 8 });
+    const data = goodBytes(64 * 1024);
+    const first = t.feed(data.subarray(0, 1000));
+    expect(first).toEqual({ passed: true, ready: false, failures: 0 });
+    expect(t.feed(data.subarray(1000, 1024)).ready).toBe(true);
+    for (const b of blocks(data.subarray(1024), 1024)) expect(t.feed(b).passed).toBe(true);
+    expect(t.stats()).toMatchObject({ rctFailures: 0, aptFailures: 0, blocksFailed: 0, samples: 64 * 1024 });
+  });
+
+  it('after a failure, start-up tests run again', () => {
+    const t = new HealthTester();
+    const data = goodBytes(4096);
+    expect(t.feed(data.subarray(0, 2048)).ready).toBe(true);
+    expect(t.feed(Buffer.alloc(8, 0x42)).ready).toBe(false);
+    expect(t.feed(data.subarray(2048, 3000)).ready).toBe(false);
+    expect(t.feed(data.subarray(3000, 4096)).ready).toBe(true);
+  });
+
+  it('bit mode catches a biased bit source', () => {
+    const t = new HealthTester({ mode: 'bits', minEntropy: 1 });
+    expect(t.feed(goodBytes(1024)).passed).toBe(true);
+    const biased = Buffer.alloc(1024, 0xf7); // 7 of 8 bits set
+    const r = t.feed(biased);
+    expect(r.passed).toBe(false);
+    expect(t.stats().aptFailures).toBeGreaterThan(0);
+  });
+
+  it('rejects non-byte input', () => {
+    const t = new HealthTester();
+    expect(() => t.feed(new Uint16Array(4) as unknown as Uint8Array)).toThrow(TypeError);
+  });
+});
+
+describe('Fips140Tester', () => {
+  it("passes NIST's SHA-1 generator output (50 blocks)", () => {
+    const data = fs.readFileSync(path.join(vectors, 'data.sha1'));
+    const t = new Fips140Tester();
+    for (const b of blocks(data, FIPS140_BLOCK_BYTES)) expect(t.testBlock(b).failed).toEqual([]);
+    expect(t.stats()).toMatchObject({ blocks: 50, blocksFailed: 0 });
+  });
+
+  it('fails a block of zeros on all five tests', () => {
+    const t = new Fips140Tester();
+    const r = t.testBlock(Buffer.alloc(FIPS140_BLOCK_BYTES));
+    expect(r.failed).toEqual(['monobit', 'poker', 'runs', 'long-run', 'continuous-run']);
+    expect(r.ones).toBe(0);
+    expect(r.poker).toBe(75000); // 16/5000 * 5000^2 - 5000
+    expect(t.stats().failures['long-run']).toBe(1);
+  });
+
+  it('needs exactly 2,500 bytes', () => {
+    expect(() => new Fips140Tester().testBlock(Buffer.alloc(2499))).toThrow(RangeError);
+  });
+});
