@@ -1,0 +1,371 @@
+// Accounts, tokens, allotment usage and rate-limit windows, in the shared database so
+// several server instances on one PostgreSQL agree on all of them.
+import crypto from 'node:crypto';
+
+import { CommitBatcher } from '../storage/batch.js';
+import type { Db, Queryable } from '../storage/db.js';
+import { ACCOUNTS_MIGRATIONS, ACCOUNTS_NAMESPACE } from './migrations.js';
+import { formatPeriod, parsePeriod, periodWindow, type Period, type PeriodWindow } from './period.js';
+import { generateToken, generateTokenId, hashesEqual, hashToken, isWellFormedToken, lookupKey } from './token.js';
+import type {
+  Account,
+  AuthResult,
+  CreatedToken,
+  RateLimitResult,
+  RateLimitSettings,
+  Reservation,
+  ReserveResult,
+  TokenInfo,
+  Usage,
+} from './types.js';
+
+export interface AccountStoreOptions {
+  /** Current time in ms since the epoch (tests inject one). Default Date.now. */
+  clock?: () => number;
+  rateLimit?: Partial<RateLimitSettings>;
+}
+
+export interface NewAccount {
+  name: string;
+  /** null or omitted: unlimited. */
+  allotmentBytes?: number | null;
+  /** Default month. */
+  period?: Period;
+  /** Creation time and period anchor; default now. */
+  createdAt?: number;
+}
+
+interface AccountRow {
+  id: number;
+  name: string;
+  allotment_bytes: number | null;
+  period: string;
+  created_at: number;
+}
+
+interface TokenRow {
+  id: string;
+  account_id: number;
+  hash: Buffer;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+const ACCOUNT_COLUMNS = 'a.id, a.name, a.allotment_bytes, a.period, a.created_at';
+/** Compared against when no token matches, so a miss costs the same comparison as a hit. */
+const DUMMY_HASH = crypto.createHash('sha256').update('qentropy: no such token').digest();
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+function parseStamps(text: string): number[] {
+  return text === '' ? [] : text.split(',').map(Number);
+}
+
+function toAccount(row: AccountRow): Account {
+  return {
+    id: row.id,
+    name: row.name,
+    allotmentBytes: row.allotment_bytes,
+    period: parsePeriod(row.period),
+    createdAt: row.created_at,
+  };
+}
+
+function toTokenInfo(row: TokenRow & { account_name: string }): TokenInfo {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    accountName: row.account_name,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+export function validateAccountName(name: string): void {
+  if (!ACCOUNT_NAME.test(name)) {
+    throw new Error(`account name '${name}': use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
+  }
+}
+
+function validateAllotment(bytes: number | null | undefined): void {
+  if (bytes === null || bytes === undefined) return;
+  if (!Number.isSafeInteger(bytes) || bytes < 0) throw new Error(`allotment ${bytes}: expected a whole number of bytes >= 0`);
+}
+
+interface ReserveRequest {
+  account: Account;
+  bytes: number;
+  window: PeriodWindow;
+}
+
+export class AccountStore {
+  private readonly clock: () => number;
+  private readonly rate: RateLimitSettings;
+  private readonly reserveBatcher: CommitBatcher<ReserveRequest, ReserveResult>;
+  private readonly rateBatcher: CommitBatcher<{ tokenId: string; now: number }, RateLimitResult> | undefined;
+
+  private constructor(
+    readonly db: Db,
+    options: AccountStoreOptions,
+  ) {
+    this.clock = options.clock ?? Date.now;
+    this.rate = { requests: options.rateLimit?.requests ?? 30, windowMs: options.rateLimit?.windowMs ?? 10_000 };
+    this.reserveBatcher = new CommitBatcher(db, (tx, request) => this.reserveIn(tx, request));
+    if (db.engine === 'sqlite') {
+      // Checks of one event-loop turn share a transaction; a rate-window write lost in a
+      // power cut is harmless, so its commit skips the fsync.
+      this.rateBatcher = new CommitBatcher(
+        db,
+        async (tx, { tokenId, now }) => {
+          const result = await this.rateLimitStep(tx, tokenId, now);
+          if (!result) throw new Error('rate window changed inside a SQLite transaction'); // cannot happen: one writer
+          return result;
+        },
+        { durable: false },
+      );
+    }
+  }
+
+  /** Brings the schema up to date and returns a store on `db` (the caller keeps owning `db`). */
+  static async open(db: Db, options: AccountStoreOptions = {}): Promise<AccountStore> {
+    await db.migrate(ACCOUNTS_NAMESPACE, ACCOUNTS_MIGRATIONS);
+    return new AccountStore(db, options);
+  }
+
+  // ---- accounts ------------------------------------------------------------------
+
+  async createAccount(spec: NewAccount): Promise<Account> {
+    validateAccountName(spec.name);
+    validateAllotment(spec.allotmentBytes);
+    const createdAt = spec.createdAt ?? this.clock();
+    const rows = await this.db.query<{ id: number }>(
+      'INSERT INTO accounts (name, allotment_bytes, period, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING RETURNING id',
+      [spec.name, spec.allotmentBytes ?? null, formatPeriod(spec.period ?? { kind: 'month' }), createdAt],
+    );
+    if (rows.length === 0) throw new Error(`account '${spec.name}' already exists`);
+    return (await this.getAccountById(rows[0]!.id))!;
+  }
+
+  async getAccount(name: string): Promise<Account | undefined> {
+    const [row] = await this.db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.name = $1`, [name]);
+    return row ? toAccount(row) : undefined;
+  }
+
+  async getAccountById(id: number): Promise<Account | undefined> {
+    const [row] = await this.db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1`, [id]);
+    return row ? toAccount(row) : undefined;
+  }
+
+  async listAccounts(): Promise<Account[]> {
+    const rows = await this.db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a ORDER BY a.name`);
+    return rows.map(toAccount);
+  }
+
+  /** Changes an account's allotment and/or period (usage so far in the current period stays). */
+  async updateAccount(id: number, change: { allotmentBytes?: number | null; period?: Period }): Promise<Account> {
+    validateAllotment(change.allotmentBytes);
+    if (change.allotmentBytes !== undefined) {
+      await this.db.execute('UPDATE accounts SET allotment_bytes = $1 WHERE id = $2', [change.allotmentBytes, id]);
+    }
+    if (change.period !== undefined) {
+      await this.db.execute('UPDATE accounts SET period = $1 WHERE id = $2', [formatPeriod(change.period), id]);
+    }
+    const account = await this.getAccountById(id);
+    if (!account) throw new Error(`account ${id} does not exist`);
+    return account;
+  }
+
+  // ---- tokens --------------------------------------------------------------------
+
+  /** Makes a new token for the account; the secret is in the result and nowhere else. */
+  async createToken(accountId: number, options: { expiresAt?: number | null } = {}): Promise<CreatedToken> {
+    const account = await this.getAccountById(accountId);
+    if (!account) throw new Error(`account ${accountId} does not exist`);
+    const { secret, hash, lookup } = generateToken();
+    const id = generateTokenId();
+    const createdAt = this.clock();
+    const expiresAt = options.expiresAt ?? null;
+    await this.db.execute(
+      'INSERT INTO tokens (id, account_id, lookup, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [id, accountId, lookup, hash, createdAt, expiresAt],
+    );
+    return {
+      token: secret,
+      info: { id, accountId, accountName: account.name, createdAt, expiresAt, revokedAt: null },
+    };
+  }
+
+  async listTokens(): Promise<TokenInfo[]> {
+    const rows = await this.db.query<TokenRow & { account_name: string }>(
+      'SELECT t.id, t.account_id, t.created_at, t.expires_at, t.revoked_at, a.name AS account_name FROM tokens t JOIN accounts a ON a.id = t.account_id ORDER BY t.created_at, t.id',
+    );
+    return rows.map(toTokenInfo);
+  }
+
+  /** Revokes a token by id. Returns false when no such token exists; revoking twice keeps the first time. */
+  async revokeToken(tokenId: string): Promise<boolean> {
+    const changed = await this.db.execute('UPDATE tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [
+      this.clock(),
+      tokenId,
+    ]);
+    return changed > 0;
+  }
+
+  /**
+   * Checks a bearer token. The secret is only ever hashed; the stored hash is found by a
+   * non-secret prefix of it and compared in full with crypto.timingSafeEqual, and a miss
+   * runs the same comparison against a dummy, so timing does not depend on the secret.
+   */
+  async authenticate(token: string | undefined, now: number = this.clock()): Promise<AuthResult> {
+    if (token === undefined || token === '') return { ok: false, reason: 'missing' };
+    if (!isWellFormedToken(token)) return { ok: false, reason: 'malformed' };
+    const hash = hashToken(token);
+    const candidates = await this.db.query<TokenRow & AccountRow & { token_id: string }>(
+      `SELECT t.id AS token_id, t.hash, t.expires_at, t.revoked_at, ${ACCOUNT_COLUMNS}
+         FROM tokens t JOIN accounts a ON a.id = t.account_id WHERE t.lookup = $1`,
+      [lookupKey(hash)],
+    );
+    let match: (typeof candidates)[number] | undefined;
+    for (const row of candidates) {
+      if (hashesEqual(Buffer.from(row.hash), hash)) match = row;
+    }
+    if (candidates.length === 0) hashesEqual(DUMMY_HASH, hash);
+    if (!match) return { ok: false, reason: 'unknown' };
+    if (match.revoked_at !== null) return { ok: false, reason: 'revoked' };
+    if (match.expires_at !== null && now >= match.expires_at) return { ok: false, reason: 'expired' };
+    return { ok: true, account: toAccount(match), tokenId: match.token_id };
+  }
+
+  // ---- rate limit ----------------------------------------------------------------
+
+  /**
+   * Sliding window: a request is allowed when fewer than `requests` (30) allowed requests
+   * of this token happened in the last `windowMs` (10 s), i.e. at times t with
+   * now - windowMs < t. A refused request is not counted (a client that keeps knocking is
+   * not locked out longer). Retry-After is the whole seconds until the oldest counted
+   * request leaves the window (at least 1).
+   *
+   * Shared through the database: each token has one row with its in-window request times
+   * and a version. A request reads the row and, if allowed, writes the new list only if
+   * the version is unchanged (compare-and-swap), retrying otherwise, so concurrent requests
+   * on any number of instances are counted one by one without holding a lock across round
+   * trips. A refusal needs no write: times only leave the window as the clock advances.
+   */
+  async rateLimit(tokenId: string, now: number = this.clock()): Promise<RateLimitResult> {
+    if (this.rateBatcher) return this.rateBatcher.submit({ tokenId, now });
+    for (;;) {
+      const result = await this.rateLimitStep(this.db, tokenId, now);
+      if (result) return result;
+    }
+  }
+
+  /** One read-decide-write attempt; undefined when another instance wrote in between. */
+  private async rateLimitStep(q: Queryable, tokenId: string, now: number): Promise<RateLimitResult | undefined> {
+    const { requests, windowMs } = this.rate;
+    const [row] = await q.query<{ stamps: string; version: number }>(
+      'SELECT stamps, version FROM rate_windows WHERE token_id = $1',
+      [tokenId],
+    );
+    const inWindow = row ? parseStamps(row.stamps).filter((t) => t > now - windowMs) : [];
+    if (inWindow.length >= requests) {
+      const oldestCounted = inWindow[inWindow.length - requests]!;
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldestCounted + windowMs - now) / 1000)) };
+    }
+    inWindow.push(now);
+    inWindow.sort((a, b) => a - b);
+    const stamps = inWindow.join(',');
+    const written = row
+      ? await q.execute('UPDATE rate_windows SET stamps = $1, version = version + 1 WHERE token_id = $2 AND version = $3', [
+          stamps,
+          tokenId,
+          row.version,
+        ])
+      : await q.execute(
+          'INSERT INTO rate_windows (token_id, stamps, version) VALUES ($1, $2, 0) ON CONFLICT (token_id) DO NOTHING',
+          [tokenId, stamps],
+        );
+    return written === 1 ? { allowed: true } : undefined;
+  }
+
+  // ---- allotment -----------------------------------------------------------------
+
+  /** Usage of the account's current period. */
+  async usage(accountId: number, now: number = this.clock()): Promise<Usage> {
+    const account = await this.getAccountById(accountId);
+    if (!account) throw new Error(`account ${accountId} does not exist`);
+    return this.usageOf(this.db, account, now);
+  }
+
+  private async usageOf(q: Queryable, account: Account, now: number): Promise<Usage> {
+    const window = periodWindow(account.period, account.createdAt, now);
+    const [row] = await q.query<{ used_bytes: number }>(
+      'SELECT used_bytes FROM allotment_usage WHERE account_id = $1 AND period_start = $2',
+      [account.id, window.start],
+    );
+    const used = row?.used_bytes ?? 0;
+    return {
+      periodStart: window.start,
+      resetsAt: window.end,
+      usedBytes: used,
+      allotmentBytes: account.allotmentBytes,
+      remainingBytes: account.allotmentBytes === null ? null : Math.max(0, account.allotmentBytes - used),
+    };
+  }
+
+  /**
+   * Takes `bytes` from the account's allotment for the current period if that many
+   * remain, atomically (see `reserveIn`), so concurrent requests on any number of
+   * instances can never together exceed the allotment. Committed (durably) on return.
+   * Serve the bytes after this succeeds; if serving fails (e.g. the pool is short, 503),
+   * call `releaseAllotment` so the request takes nothing. Pass the Account from
+   * `authenticate` to save a lookup.
+   */
+  async reserveAllotment(account: number | Account, bytes: number, now: number = this.clock()): Promise<ReserveResult> {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new Error(`cannot reserve ${bytes} bytes`);
+    const found = typeof account === 'number' ? await this.getAccountById(account) : account;
+    if (!found) throw new Error(`account ${String(account)} does not exist`);
+    const request = { account: found, bytes, window: periodWindow(found.period, found.createdAt, now) };
+    // Reservations of one event-loop turn share a transaction and its one fsync.
+    return this.reserveBatcher.submit(request);
+  }
+
+  /**
+   * One statement: create the period's row with `bytes` if they fit the allotment, or add
+   * them to the existing row if they still fit. The allotment is read inside the
+   * statement, and the conflict branch re-checks the row it locked, so concurrent
+   * reservations never together exceed it.
+   */
+  private async reserveIn(q: Queryable, { account, bytes, window }: ReserveRequest): Promise<ReserveResult> {
+    const taken = await q.execute(
+      `INSERT INTO allotment_usage (account_id, period_start, used_bytes)
+         SELECT id, $2, $3 FROM accounts WHERE id = $1 AND (allotment_bytes IS NULL OR $3 <= allotment_bytes)
+       ON CONFLICT (account_id, period_start) DO UPDATE SET used_bytes = allotment_usage.used_bytes + excluded.used_bytes
+         WHERE allotment_usage.used_bytes + excluded.used_bytes <=
+               COALESCE((SELECT allotment_bytes FROM accounts WHERE id = $1), allotment_usage.used_bytes + excluded.used_bytes)`,
+      [account.id, window.start, bytes],
+    );
+    if (taken === 1) return { ok: true, reservation: { accountId: account.id, bytes, periodStart: window.start } };
+    // Report against the allotment as it is now (it may have changed since `account` was read).
+    const [row] = await q.query<{ allotment_bytes: number | null; used_bytes: number | null }>(
+      `SELECT a.allotment_bytes, u.used_bytes FROM accounts a
+         LEFT JOIN allotment_usage u ON u.account_id = a.id AND u.period_start = $2 WHERE a.id = $1`,
+      [account.id, window.start],
+    );
+    const allotment = row?.allotment_bytes ?? account.allotmentBytes ?? 0;
+    return { ok: false, remaining: Math.max(0, allotment - (row?.used_bytes ?? 0)), resetsAt: window.end };
+  }
+
+  /** Gives back a reservation's bytes (to the period they were taken from). */
+  async releaseAllotment(reservation: Reservation): Promise<void> {
+    await this.db.execute(
+      'UPDATE allotment_usage SET used_bytes = used_bytes - $3 WHERE account_id = $1 AND period_start = $2 AND used_bytes >= $3',
+      [reservation.accountId, reservation.periodStart, reservation.bytes],
+    );
+  }
+
+  /** Deletes usage rows of periods that started before `before` (history is kept until then). */
+  async pruneUsage(before: number): Promise<number> {
+    return this.db.execute('DELETE FROM allotment_usage WHERE period_start < $1', [before]);
+  }
+}

@@ -1,0 +1,136 @@
+// The `entropy` section: the quantum-entropy API role (docs/config.md). Its shape is what
+// src/roles/entropy.ts takes (EntropyRoleConfig), minus storageUrl, which comes from
+// the top-level `storage.url`.
+import path from 'node:path';
+
+import type { ConfigNode } from '../node.js';
+import type { ConfigSection } from '../section.js';
+
+export const ENTROPY_SOURCES = ['hwrng', 'device:PATH', 'rdseed', 'upstream', 'getrandom'] as const;
+
+export interface EntropyConfig {
+  enabled: boolean;
+  listen: { host: string; port: number };
+  /** PEM files; required when enabled unless plainHttp. */
+  tls?: { certFile: string; keyFile: string; minVersion: 'TLSv1.2' | 'TLSv1.3' };
+  plainHttp: boolean;
+  /** hwrng | device:PATH | rdseed | upstream | getrandom */
+  source: string;
+  upstream?: { url: string; tokenFile?: string; token?: string; caFile?: string; blocksPerRequest?: number };
+  pool: { capacityBytes: number; lowWaterBytes: number; chunkBytes: number };
+  health: { minEntropyPerByte: number; failureLimit: number };
+  rateLimit: { requests: number; windowMs: number };
+  logRequests: boolean;
+}
+
+const DEFAULT_CAPACITY = 16 * 1024 * 1024;
+
+function validateSource(node: ConfigNode): string {
+  const source = node.string('hwrng');
+  if (['hwrng', 'rdseed', 'upstream', 'getrandom'].includes(source)) return source;
+  if (source.startsWith('device:')) {
+    const devicePath = source.slice('device:'.length);
+    if (!path.isAbsolute(devicePath)) node.fail(`device:PATH needs an absolute path, got ${JSON.stringify(source)}`);
+    return source;
+  }
+  if (node.present && typeof node.value === 'string') node.fail(`expected one of ${ENTROPY_SOURCES.join(', ')}, got ${JSON.stringify(source)}`);
+  return source;
+}
+
+function validateUpstream(node: ConfigNode, required: boolean): EntropyConfig['upstream'] {
+  if (!node.present) {
+    if (required) node.fail('is required when entropy.source is "upstream"');
+    return undefined;
+  }
+  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest']);
+  const url = node.child('url').requiredString();
+  if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an http(s) URL, got ${JSON.stringify(url)}`);
+  const tokenFile = node.child('tokenFile').optionalString();
+  const token = node.child('token').optionalString();
+  if (!tokenFile && !token) node.fail('needs tokenFile (or token)');
+  const caFile = node.child('caFile').optionalString();
+  const blocks = node.child('blocksPerRequest');
+  const blocksPerRequest = blocks.present ? blocks.integer(512, { min: 1, max: 512 }) : undefined;
+  return {
+    url,
+    ...(tokenFile !== undefined ? { tokenFile } : {}),
+    ...(token !== undefined ? { token } : {}),
+    ...(caFile !== undefined ? { caFile } : {}),
+    ...(blocksPerRequest !== undefined ? { blocksPerRequest } : {}),
+  };
+}
+
+export const entropySection: ConfigSection<EntropyConfig> = {
+  key: 'entropy',
+  env: {
+    enabled: 'boolean',
+    'listen.host': 'string',
+    'listen.port': 'integer',
+    'tls.certFile': 'string',
+    'tls.keyFile': 'string',
+    plainHttp: 'boolean',
+    source: 'string',
+    'upstream.url': 'string',
+    'upstream.tokenFile': 'string',
+    'pool.capacityBytes': 'integer',
+    'pool.lowWaterBytes': 'integer',
+    'health.minEntropyPerByte': 'number',
+  },
+  validate(node) {
+    node.object(['enabled', 'listen', 'tls', 'plainHttp', 'source', 'upstream', 'pool', 'health', 'rateLimit', 'logRequests']);
+    const enabled = node.child('enabled').boolean(false);
+
+    const listenNode = node.child('listen').object(['host', 'port']);
+    const listen = {
+      host: listenNode.child('host').string('127.0.0.1'),
+      port: listenNode.child('port').integer(8443, { min: 0, max: 65535 }),
+    };
+
+    const plainHttp = node.child('plainHttp').boolean(false);
+    const tlsNode = node.child('tls').object(['certFile', 'keyFile', 'minVersion']);
+    let tls: EntropyConfig['tls'];
+    if (tlsNode.present) {
+      tls = {
+        certFile: tlsNode.child('certFile').requiredString(),
+        keyFile: tlsNode.child('keyFile').requiredString(),
+        minVersion: tlsNode.child('minVersion').oneOf(['TLSv1.3', 'TLSv1.2'] as const, 'TLSv1.3'),
+      };
+    } else if (enabled && !plainHttp) {
+      tlsNode.fail('certFile and keyFile are required (or set entropy.plainHttp to true to serve plain HTTP)');
+    }
+
+    const source = validateSource(node.child('source'));
+    const upstream = validateUpstream(node.child('upstream'), source === 'upstream');
+
+    const poolNode = node.child('pool').object(['capacityBytes', 'lowWaterBytes', 'chunkBytes']);
+    const capacityBytes = poolNode.child('capacityBytes').integer(DEFAULT_CAPACITY, { min: 512 * 1024, max: 2 ** 32 });
+    const lowWaterBytes = poolNode.child('lowWaterBytes').integer(Math.floor(capacityBytes / 2), { min: 0 });
+    if (lowWaterBytes > capacityBytes) poolNode.child('lowWaterBytes').fail(`must not exceed pool.capacityBytes (${capacityBytes})`);
+    const chunkBytes = poolNode.child('chunkBytes').integer(64 * 1024, { min: 1024, max: capacityBytes });
+
+    const healthNode = node.child('health').object(['minEntropyPerByte', 'failureLimit']);
+    const health = {
+      minEntropyPerByte: healthNode.child('minEntropyPerByte').number(7.5, { min: 0, max: 8, minExclusive: true }),
+      failureLimit: healthNode.child('failureLimit').integer(64, { min: 1 }),
+    };
+
+    const rateNode = node.child('rateLimit').object(['requests', 'windowMs']);
+    const rateLimit = {
+      requests: rateNode.child('requests').integer(30, { min: 1 }),
+      windowMs: rateNode.child('windowMs').integer(10_000, { min: 1 }),
+    };
+
+    return {
+      enabled,
+      listen,
+      ...(tls ? { tls } : {}),
+      plainHttp,
+      source,
+      ...(upstream ? { upstream } : {}),
+      pool: { capacityBytes, lowWaterBytes, chunkBytes },
+      health,
+      rateLimit,
+      logRequests: node.child('logRequests').boolean(true),
+    };
+  },
+};

@@ -1,0 +1,205 @@
+// The `kme` section of qentropy.json: one site of a key distribution cluster (docs/kme.md).
+// Validation names the key and the problem ("kme.peers.B.url: must be an https:// URL").
+import { isValidId } from '../../pki/identity.js';
+
+export type KmeSeedSourceKind = 'pool' | 'entropy-api' | 'system';
+
+export interface KmePeerConfig {
+  /** Base URL of the peer site's KME, e.g. https://kme-b.example:8443 */
+  url: string;
+  /** Optional link pre-shared key (0600; the same bytes at both sites). */
+  pskFile?: string;
+}
+
+export interface KmeConfig {
+  enabled: boolean;
+  /** This site's KME ID (must match the URI SAN of its certificate). */
+  id: string;
+  listen: { host: string; port: number };
+  tls: { cert: string; key: string; ca: string };
+  /** Storage URL for the key store; default: the daemon's storage. */
+  storage?: string;
+  /** AES-256-GCM key sealing stored keys; created 0600 when absent. */
+  siteKeyFile: string;
+  peers: Record<string, KmePeerConfig>;
+  /** SAE ID → site KME ID, for ETSI-style `{SAE_ID}` paths and for certificates without a site URI. */
+  saes: Record<string, string>;
+  seedSource: KmeSeedSourceKind;
+  /** For seedSource 'entropy-api': the entropy service to draw seeds from. */
+  entropyApi?: { url: string; tokenFile: string; caFile?: string };
+  /** Default key size in bits. */
+  keySize: number;
+  minKeySize: number;
+  maxKeySize: number;
+  maxKeyPerRequest: number;
+  /** Keys stored per link (both directions); enc_keys beyond it gets 503. */
+  maxKeyCount: number;
+  maxSaeIdCount: number;
+  /** Lifetime of a stored key. */
+  keyTtlSeconds: number;
+  /** How long enc_keys waits for the peer to store a delivery. */
+  peerTimeoutMs: number;
+  /** Period of the expiry sweep and of retrying notices to peers. */
+  maintenanceSeconds: number;
+}
+
+export const KME_DEFAULTS = {
+  enabled: false,
+  listen: { host: '0.0.0.0', port: 8443 },
+  siteKeyFile: '/var/lib/qentropy/kme-site.key',
+  seedSource: 'pool' as KmeSeedSourceKind,
+  keySize: 256,
+  minKeySize: 64,
+  maxKeySize: 4096,
+  maxKeyPerRequest: 128,
+  maxKeyCount: 100_000,
+  maxSaeIdCount: 8,
+  keyTtlSeconds: 86_400,
+  peerTimeoutMs: 5_000,
+  maintenanceSeconds: 5,
+};
+
+export class KmeConfigError extends Error {
+  constructor(key: string, problem: string) {
+    super(`${key}: ${problem}`);
+    this.name = 'KmeConfigError';
+  }
+}
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function str(o: Obj, key: string, at: string, fallback?: string): string {
+  const v = o[key];
+  if (v === undefined && fallback !== undefined) return fallback;
+  if (typeof v !== 'string' || v.length === 0) throw new KmeConfigError(`${at}.${key}`, 'must be a non-empty string');
+  return v;
+}
+
+function int(o: Obj, key: string, at: string, fallback: number, min: number, max: number): number {
+  const v = o[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new KmeConfigError(`${at}.${key}`, `must be an integer from ${min} to ${max}`);
+  }
+  return v;
+}
+
+function checkKnown(o: Obj, known: readonly string[], at: string): void {
+  for (const k of Object.keys(o)) {
+    if (!known.includes(k)) throw new KmeConfigError(`${at}.${k}`, 'unknown setting');
+  }
+}
+
+const KNOWN = [
+  'enabled', 'id', 'listen', 'tls', 'storage', 'siteKeyFile', 'peers', 'saes', 'seedSource', 'entropyApi', 'keySize', 'minKeySize',
+  'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'peerTimeoutMs', 'maintenanceSeconds',
+] as const;
+
+/** Validates the `kme` section (raw JSON) and fills defaults. */
+export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
+  if (!isObj(raw)) throw new KmeConfigError(at, 'must be an object');
+  checkKnown(raw, KNOWN, at);
+  const enabled = raw.enabled === undefined ? true : raw.enabled;
+  if (typeof enabled !== 'boolean') throw new KmeConfigError(`${at}.enabled`, 'must be true or false');
+  const id = str(raw, 'id', at);
+  if (!isValidId(id)) throw new KmeConfigError(`${at}.id`, 'use 1-64 characters A-Z a-z 0-9 . _ -');
+
+  const listenRaw = raw.listen ?? {};
+  if (!isObj(listenRaw)) throw new KmeConfigError(`${at}.listen`, 'must be an object');
+  checkKnown(listenRaw, ['host', 'port'], `${at}.listen`);
+  const listen = {
+    host: str(listenRaw, 'host', `${at}.listen`, KME_DEFAULTS.listen.host),
+    port: int(listenRaw, 'port', `${at}.listen`, KME_DEFAULTS.listen.port, 0, 65535),
+  };
+
+  const tlsRaw = raw.tls;
+  if (!isObj(tlsRaw)) throw new KmeConfigError(`${at}.tls`, 'must be an object with cert, key and ca file paths');
+  checkKnown(tlsRaw, ['cert', 'key', 'ca'], `${at}.tls`);
+  const tls = { cert: str(tlsRaw, 'cert', `${at}.tls`), key: str(tlsRaw, 'key', `${at}.tls`), ca: str(tlsRaw, 'ca', `${at}.tls`) };
+
+  const peersRaw = raw.peers ?? {};
+  if (!isObj(peersRaw)) throw new KmeConfigError(`${at}.peers`, 'must be an object of KME ID → { url, pskFile? }');
+  const peers: Record<string, KmePeerConfig> = {};
+  for (const [peerId, p] of Object.entries(peersRaw)) {
+    const pAt = `${at}.peers.${peerId}`;
+    if (!isValidId(peerId)) throw new KmeConfigError(pAt, 'the peer KME ID is not valid');
+    if (peerId === id) throw new KmeConfigError(pAt, 'a site cannot be its own peer');
+    if (!isObj(p)) throw new KmeConfigError(pAt, 'must be an object { url, pskFile? }');
+    checkKnown(p, ['url', 'pskFile'], pAt);
+    const url = str(p, 'url', pAt);
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new KmeConfigError(`${pAt}.url`, 'must be an https:// URL');
+    }
+    if (parsed.protocol !== 'https:') throw new KmeConfigError(`${pAt}.url`, 'must be an https:// URL');
+    peers[peerId] = { url: url.replace(/\/+$/, ''), ...(p.pskFile !== undefined ? { pskFile: str(p, 'pskFile', pAt) } : {}) };
+  }
+
+  const saesRaw = raw.saes ?? {};
+  if (!isObj(saesRaw)) throw new KmeConfigError(`${at}.saes`, 'must be an object of SAE ID → site KME ID');
+  const saes: Record<string, string> = {};
+  for (const [saeId, site] of Object.entries(saesRaw)) {
+    if (!isValidId(saeId)) throw new KmeConfigError(`${at}.saes.${saeId}`, 'the SAE ID is not valid');
+    if (typeof site !== 'string' || (site !== id && !(site in peers))) {
+      throw new KmeConfigError(`${at}.saes.${saeId}`, 'must name this site or one of its peers');
+    }
+    if (saeId === id || saeId in peers) throw new KmeConfigError(`${at}.saes.${saeId}`, 'an SAE ID cannot equal a KME ID');
+    saes[saeId] = site;
+  }
+
+  const seedSource = raw.seedSource ?? KME_DEFAULTS.seedSource;
+  if (seedSource !== 'pool' && seedSource !== 'entropy-api' && seedSource !== 'system') {
+    throw new KmeConfigError(`${at}.seedSource`, "must be 'pool', 'entropy-api' or 'system'");
+  }
+
+  let entropyApi: KmeConfig['entropyApi'];
+  if (raw.entropyApi !== undefined) {
+    const e = raw.entropyApi;
+    if (!isObj(e)) throw new KmeConfigError(`${at}.entropyApi`, 'must be an object { url, tokenFile, caFile? }');
+    checkKnown(e, ['url', 'tokenFile', 'caFile'], `${at}.entropyApi`);
+    entropyApi = {
+      url: str(e, 'url', `${at}.entropyApi`),
+      tokenFile: str(e, 'tokenFile', `${at}.entropyApi`),
+      ...(e.caFile !== undefined ? { caFile: str(e, 'caFile', `${at}.entropyApi`) } : {}),
+    };
+  }
+  if (seedSource === 'entropy-api' && !entropyApi) {
+    throw new KmeConfigError(`${at}.entropyApi`, "is required when seedSource is 'entropy-api'");
+  }
+
+  const minKeySize = int(raw, 'minKeySize', at, KME_DEFAULTS.minKeySize, 8, 65_280);
+  const maxKeySize = int(raw, 'maxKeySize', at, KME_DEFAULTS.maxKeySize, minKeySize, 65_280);
+  const keySize = int(raw, 'keySize', at, KME_DEFAULTS.keySize, minKeySize, maxKeySize);
+  for (const [k, v] of [['minKeySize', minKeySize], ['maxKeySize', maxKeySize], ['keySize', keySize]] as const) {
+    if (v % 8 !== 0) throw new KmeConfigError(`${at}.${k}`, 'must be a multiple of 8 bits');
+  }
+
+  const storage = raw.storage === undefined ? undefined : str(raw, 'storage', at);
+  return {
+    enabled,
+    id,
+    listen,
+    tls,
+    ...(storage !== undefined ? { storage } : {}),
+    siteKeyFile: str(raw, 'siteKeyFile', at, KME_DEFAULTS.siteKeyFile),
+    peers,
+    saes,
+    seedSource,
+    ...(entropyApi ? { entropyApi } : {}),
+    keySize,
+    minKeySize,
+    maxKeySize,
+    maxKeyPerRequest: int(raw, 'maxKeyPerRequest', at, KME_DEFAULTS.maxKeyPerRequest, 1, 10_000),
+    maxKeyCount: int(raw, 'maxKeyCount', at, KME_DEFAULTS.maxKeyCount, 1, 1_000_000_000),
+    maxSaeIdCount: int(raw, 'maxSaeIdCount', at, KME_DEFAULTS.maxSaeIdCount, 0, 1000),
+    keyTtlSeconds: int(raw, 'keyTtlSeconds', at, KME_DEFAULTS.keyTtlSeconds, 1, 10 * 365 * 86_400),
+    peerTimeoutMs: int(raw, 'peerTimeoutMs', at, KME_DEFAULTS.peerTimeoutMs, 100, 600_000),
+    maintenanceSeconds: int(raw, 'maintenanceSeconds', at, KME_DEFAULTS.maintenanceSeconds, 1, 3600),
+  };
+}

@@ -1,0 +1,251 @@
+// SQLite backend: one better-sqlite3 connection per file per process, shared by every
+// handle opened on that file. better-sqlite3 is synchronous, so a transaction that awaits
+// between statements must keep every other statement of this process out until it ends:
+// all work on a file goes through one async mutex (statements outside a transaction take
+// a fast path when nothing is queued).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import Database from 'better-sqlite3';
+
+import { AsyncMutex } from './mutex.js';
+import { expandMacros, translatePlaceholders } from './sql.js';
+import type { Db, Migration, Queryable, Row, SqlParam, TransactionOptions } from './types.js';
+
+/** How long a statement waits for another process's write lock before failing (ms). */
+const BUSY_TIMEOUT_MS = 5000;
+
+interface SharedConnection {
+  sqlite: Database.Database;
+  /** Prepared statements by SQL text: preparing costs more than running a small statement. */
+  statements: Map<string, Database.Statement>;
+  mutex: AsyncMutex;
+  handles: number;
+  key: string;
+}
+
+const openFiles = new Map<string, SharedConnection>();
+/** The connection whose transaction the current async context is inside, if any. */
+const insideTransaction = new AsyncLocalStorage<{ shared: SharedConnection; tx: SqliteTransaction }>();
+
+function toSqliteParam(value: SqlParam): unknown {
+  if (value === undefined) return null;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  }
+  return value;
+}
+
+function bindParams(order: number[], params: readonly SqlParam[]): unknown[] {
+  return order.map((index) => {
+    if (index >= params.length) throw new Error(`SQL placeholder $${index + 1} has no parameter`);
+    return toSqliteParam(params[index]);
+  });
+}
+
+/**
+ * Creates the database file 0600 (and its directory 0700) before SQLite opens it, so it is
+ * never readable by others even for a moment; tightens an existing file that is too open.
+ * SQLite gives the -wal and -shm files the main file's mode.
+ */
+function prepareFile(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
+  try {
+    const st = fs.fstatSync(fd);
+    if ((st.mode & 0o077) !== 0) fs.fchmodSync(fd, st.mode & 0o700);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function openShared(file: string): SharedConnection {
+  const inMemory = file === ':memory:';
+  const key = inMemory ? `:memory:${Math.random()}` : path.resolve(file);
+  const existing = openFiles.get(key);
+  if (existing) {
+    existing.handles++;
+    return existing;
+  }
+  if (!inMemory) prepareFile(key);
+  const sqlite = new Database(inMemory ? ':memory:' : key, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    sqlite.pragma('journal_mode = WAL');
+    // FULL: with WAL, NORMAL may lose the last commits on power loss (it syncs only at
+    // checkpoints). Served allotment, stored keys and test records must survive that once
+    // the response has left, so every commit is synced; WAL keeps that to one fsync.
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  } catch (err) {
+    sqlite.close();
+    throw err;
+  }
+  const shared: SharedConnection = { sqlite, statements: new Map(), mutex: new AsyncMutex(), handles: 1, key };
+  openFiles.set(key, shared);
+  return shared;
+}
+
+/** Statement runner bound to the connection; used both outside and inside transactions. */
+const STATEMENT_CACHE_LIMIT = 500;
+
+class SqliteRunner implements Queryable {
+  constructor(protected readonly shared: SharedConnection) {}
+
+  protected prepare(text: string): Database.Statement {
+    let stmt = this.shared.statements.get(text);
+    if (!stmt) {
+      stmt = this.shared.sqlite.prepare(text);
+      if (this.shared.statements.size >= STATEMENT_CACHE_LIMIT) this.shared.statements.clear();
+      this.shared.statements.set(text, stmt);
+    }
+    return stmt;
+  }
+
+  runQuery<T>(sql: string, params: readonly SqlParam[]): T[] {
+    const { text, order } = translatePlaceholders(sql);
+    const stmt = this.prepare(text);
+    const bound = bindParams(order, params);
+    if (stmt.reader) return stmt.all(...bound) as T[];
+    stmt.run(...bound);
+    return [];
+  }
+
+  runExecute(sql: string, params: readonly SqlParam[]): number {
+    const { text, order } = translatePlaceholders(sql);
+    const stmt = this.prepare(text);
+    const bound = bindParams(order, params);
+    if (stmt.reader) return stmt.all(...bound).length;
+    return stmt.run(...bound).changes;
+  }
+
+  async query<T = Row>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
+    return this.runQuery<T>(sql, params);
+  }
+
+  async execute(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    return this.runExecute(sql, params);
+  }
+}
+
+class SqliteTransaction extends SqliteRunner {
+  active = true;
+
+  override async query<T = Row>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
+    this.check();
+    return this.runQuery<T>(sql, params);
+  }
+
+  override async execute(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    this.check();
+    return this.runExecute(sql, params);
+  }
+
+  private check(): void {
+    if (!this.active) throw new Error('transaction handle used after its transaction ended');
+  }
+}
+
+export class SqliteDb implements Db {
+  readonly engine = 'sqlite' as const;
+  private readonly shared: SharedConnection;
+  private readonly runner: SqliteRunner;
+  private closed = false;
+
+  constructor(file: string) {
+    this.shared = openShared(file);
+    this.runner = new SqliteRunner(this.shared);
+  }
+
+  /** The database file's path (undefined for an in-memory database). */
+  get file(): string | undefined {
+    return this.shared.key.startsWith(':memory:') ? undefined : this.shared.key;
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new Error('database handle is closed');
+    // The Db waits for the open transaction, which waits for this call: a deadlock. Say so.
+    const current = insideTransaction.getStore();
+    if (current?.shared === this.shared && current.tx.active) {
+      throw new Error('inside a transaction, use its handle (tx), not the Db');
+    }
+  }
+
+  async query<T = Row>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
+    this.ensureOpen();
+    if (this.shared.mutex.idle) return this.runner.runQuery<T>(sql, params);
+    return this.shared.mutex.run(() => this.runner.runQuery<T>(sql, params));
+  }
+
+  async execute(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    this.ensureOpen();
+    if (this.shared.mutex.idle) return this.runner.runExecute(sql, params);
+    return this.shared.mutex.run(() => this.runner.runExecute(sql, params));
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    this.ensureOpen();
+    const durable = options.durable ?? true;
+    return this.shared.mutex.run(async () => {
+      const sqlite = this.shared.sqlite;
+      // Not durable: this commit goes to the WAL without an fsync; the next durable commit
+      // (or checkpoint) syncs it along. Atomicity and crash safety are unchanged.
+      if (!durable) sqlite.pragma('synchronous = NORMAL');
+      // IMMEDIATE takes the write lock now, so two processes cannot both read and then
+      // deadlock upgrading to write; the busy timeout makes the second one wait.
+      sqlite.exec('BEGIN IMMEDIATE');
+      const tx = new SqliteTransaction(this.shared);
+      try {
+        const result = await insideTransaction.run({ shared: this.shared, tx }, () => fn(tx));
+        tx.active = false;
+        sqlite.exec('COMMIT');
+        return result;
+      } catch (err) {
+        tx.active = false;
+        if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+        throw err;
+      } finally {
+        if (!durable) sqlite.pragma('synchronous = FULL');
+      }
+    });
+  }
+
+  async migrate(namespace: string, migrations: readonly Migration[]): Promise<void> {
+    await this.transaction(async () => {
+      const sqlite = this.shared.sqlite;
+      sqlite.exec(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (namespace TEXT NOT NULL, version INTEGER NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (namespace, version))',
+      );
+      const row = sqlite
+        .prepare('SELECT MAX(version) AS v FROM schema_migrations WHERE namespace = ?')
+        .get(namespace) as { v: number | null };
+      const current = row.v ?? 0;
+      if (current > migrations.length) {
+        throw new Error(
+          `database schema '${namespace}' is at version ${current}, newer than this program (${migrations.length}); upgrade qentropy`,
+        );
+      }
+      const record = sqlite.prepare('INSERT INTO schema_migrations (namespace, version, applied_at) VALUES (?, ?, ?)');
+      for (let v = current + 1; v <= migrations.length; v++) {
+        const m = migrations[v - 1]!;
+        sqlite.exec(expandMacros(typeof m === 'function' ? m('sqlite') : m, 'sqlite'));
+        record.run(namespace, v, Date.now());
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // Let a running transaction of another handle on this file finish first.
+    await this.shared.mutex.run(() => {
+      this.shared.handles--;
+      if (this.shared.handles === 0) {
+        openFiles.delete(this.shared.key);
+        this.shared.sqlite.close();
+      }
+    });
+  }
+}

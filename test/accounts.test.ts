@@ -1,0 +1,359 @@
+// Accounts, tokens, allotments and the rate-limit window, run identically on SQLite and
+// (when QENTROPY_PG_URL is set) PostgreSQL, including two instances on one database.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { AccountStore, parseBearer, parsePeriod, periodWindow, type Period } from '../src/accounts/index.js';
+import type { Db } from '../src/storage/db.js';
+import { describeEachEngine } from './helpers/databases.js';
+
+const T0 = Date.UTC(2025, 0, 10, 15, 30); // 2025-01-10 15:30 UTC
+const utc = (y: number, m: number, d: number, h = 0) => Date.UTC(y, m - 1, d, h);
+
+class FakeClock {
+  constructor(public now: number) {}
+  read = (): number => this.now;
+}
+
+describeEachEngine('accounts', (engine) => {
+  let db: Db;
+  let clock: FakeClock;
+  let store: AccountStore;
+  const extra: Db[] = [];
+
+  /** A second, independent instance on the same database (own pool on PostgreSQL). */
+  async function secondInstance(): Promise<AccountStore> {
+    const other = await engine.open();
+    extra.push(other);
+    return AccountStore.open(other, { clock: clock.read });
+  }
+
+  beforeEach(async () => {
+    await engine.reset();
+    db = await engine.open();
+    clock = new FakeClock(T0);
+    store = await AccountStore.open(db, { clock: clock.read });
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await Promise.all(extra.splice(0).map((d) => d.close()));
+    await db.close();
+  });
+
+  describe('tokens', () => {
+    it('are 256 random bits shown once as qe_<base64url>, and authenticate to their account', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 1 << 20 });
+      const a = await store.createToken(account.id);
+      const b = await store.createToken(account.id);
+      expect(a.token).toMatch(/^qe_[A-Za-z0-9_-]{43}$/);
+      expect(Buffer.from(a.token.slice(3), 'base64url')).toHaveLength(32);
+      expect(a.token).not.toBe(b.token);
+      expect(a.info.id).not.toBe(b.info.id);
+      const auth = await store.authenticate(a.token);
+      expect(auth).toEqual({ ok: true, account, tokenId: a.info.id });
+    });
+
+    it('are stored only as their SHA-256: the secret is nowhere in the database', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const { token, info } = await store.createToken(account.id);
+      const rows = await db.query<Record<string, unknown>>('SELECT * FROM tokens');
+      expect(rows).toHaveLength(1);
+      const expectedHash = crypto.createHash('sha256').update(token).digest();
+      expect(Buffer.from(rows[0]!.hash as Buffer).equals(expectedHash)).toBe(true);
+      const secretPart = token.slice(3);
+      for (const value of Object.values(rows[0]!)) {
+        expect(String(value)).not.toContain(secretPart);
+        if (Buffer.isBuffer(value)) expect(value.includes(Buffer.from(secretPart))).toBe(false);
+      }
+      if (engine.name === 'sqlite') {
+        // Grep the database file and its WAL for the secret (and its raw bytes).
+        const file = engine.url.slice('sqlite:'.length);
+        const raw = Buffer.from(secretPart, 'base64url');
+        for (const f of [file, `${file}-wal`].filter((p) => fs.existsSync(p))) {
+          const bytes = fs.readFileSync(f);
+          expect(bytes.includes(Buffer.from(secretPart))).toBe(false);
+          expect(bytes.includes(raw)).toBe(false);
+        }
+        // ...while the public id and the hash are there, so the grep does see the rows.
+        const all = Buffer.concat([file, `${file}-wal`].filter((p) => fs.existsSync(p)).map((p) => fs.readFileSync(p)));
+        expect(all.includes(Buffer.from(info.id))).toBe(true);
+        expect(all.includes(expectedHash)).toBe(true);
+      }
+    });
+
+    it('are compared with crypto.timingSafeEqual, for a known and an unknown token alike', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const { token } = await store.createToken(account.id);
+      const spy = vi.spyOn(crypto, 'timingSafeEqual');
+      await store.authenticate(token);
+      expect(spy).toHaveBeenCalledTimes(1);
+      const stranger = `qe_${crypto.randomBytes(32).toString('base64url')}`;
+      expect(await store.authenticate(stranger)).toEqual({ ok: false, reason: 'unknown' });
+      expect(spy).toHaveBeenCalledTimes(2);
+    });
+
+    it('give the reason for every refusal: missing, malformed, unknown, expired, revoked', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const expiring = await store.createToken(account.id, { expiresAt: T0 + 60_000 });
+      const revoked = await store.createToken(account.id);
+      expect(await store.revokeToken(revoked.info.id)).toBe(true);
+
+      expect(await store.authenticate(undefined)).toEqual({ ok: false, reason: 'missing' });
+      expect(await store.authenticate('')).toEqual({ ok: false, reason: 'missing' });
+      for (const bad of ['abc', 'qe_short', `qe_${'A'.repeat(42)}!`, `xx_${'A'.repeat(43)}`, `${expiring.token} `]) {
+        expect(await store.authenticate(bad)).toEqual({ ok: false, reason: 'malformed' });
+      }
+      // One character changed: well-formed, but nobody's token.
+      const flipped = expiring.token.slice(0, -1) + (expiring.token.endsWith('A') ? 'B' : 'A');
+      expect(await store.authenticate(flipped)).toEqual({ ok: false, reason: 'unknown' });
+
+      expect((await store.authenticate(expiring.token, T0 + 59_999)).ok).toBe(true);
+      expect(await store.authenticate(expiring.token, T0 + 60_000)).toEqual({ ok: false, reason: 'expired' });
+      expect(await store.authenticate(revoked.token)).toEqual({ ok: false, reason: 'revoked' });
+    });
+
+    it('are listed without secrets and revoked by id', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const t = await store.createToken(account.id, { expiresAt: T0 + 1000 });
+      clock.now += 5;
+      expect(await store.revokeToken(t.info.id)).toBe(true);
+      clock.now += 5;
+      expect(await store.revokeToken(t.info.id)).toBe(true); // idempotent: first time kept
+      expect(await store.revokeToken('tok_nonexistent')).toBe(false);
+      const list = await store.listTokens();
+      expect(list).toEqual([
+        { id: t.info.id, accountId: account.id, accountName: 'alice', createdAt: T0, expiresAt: T0 + 1000, revokedAt: T0 + 5 },
+      ]);
+      expect(JSON.stringify(list)).not.toContain(t.token.slice(3));
+    });
+
+    it('a revocation on one instance is seen by the other at once', async () => {
+      const other = await secondInstance();
+      const account = await store.createAccount({ name: 'alice' });
+      const t = await store.createToken(account.id);
+      expect((await other.authenticate(t.token)).ok).toBe(true);
+      await store.revokeToken(t.info.id);
+      expect(await other.authenticate(t.token)).toEqual({ ok: false, reason: 'revoked' });
+    });
+  });
+
+  describe('accounts', () => {
+    it('validate names and allotments and refuse duplicates', async () => {
+      await store.createAccount({ name: 'alice' });
+      await expect(store.createAccount({ name: 'alice' })).rejects.toThrow(/already exists/);
+      await expect(store.createAccount({ name: '' })).rejects.toThrow(/account name/);
+      await expect(store.createAccount({ name: 'a b' })).rejects.toThrow(/account name/);
+      await expect(store.createAccount({ name: 'bob', allotmentBytes: -1 })).rejects.toThrow(/allotment/);
+      await expect(store.createAccount({ name: 'bob', allotmentBytes: 1.5 })).rejects.toThrow(/allotment/);
+      expect((await store.listAccounts()).map((a) => a.name)).toEqual(['alice']);
+    });
+  });
+
+  describe('allotment', () => {
+    it('200 concurrent 1 KiB reservations against 100 KiB: exactly 100 succeed, across two instances', async () => {
+      const other = await secondInstance();
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 100 * 1024 });
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => (i % 2 ? other : store).reserveAllotment(account.id, 1024)),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(100);
+      const usage = await store.usage(account.id);
+      expect(usage.usedBytes).toBe(100 * 1024);
+      expect(usage.remainingBytes).toBe(0);
+    });
+
+    it('concurrent reservations of mixed sizes never exceed the allotment', async () => {
+      const other = await secondInstance();
+      const allotment = 50_000;
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: allotment });
+      const sizes = Array.from({ length: 120 }, (_, i) => 1 + ((i * 7919) % 3000));
+      const results = await Promise.all(sizes.map((n, i) => (i % 2 ? other : store).reserveAllotment(account.id, n)));
+      const served = results.reduce((sum, r, i) => sum + (r.ok ? sizes[i]! : 0), 0);
+      expect(served).toBeLessThanOrEqual(allotment);
+      expect((await store.usage(account.id)).usedBytes).toBe(served);
+      // Everything refused really did not fit at the end.
+      const smallestRefused = Math.min(...sizes.filter((_, i) => !results[i]!.ok));
+      expect(served + smallestRefused).toBeGreaterThan(allotment);
+    });
+
+    it('a refusal says what remains and when it resets, and takes nothing', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 3000, period: { kind: 'day' } });
+      expect((await store.reserveAllotment(account.id, 2048)).ok).toBe(true);
+      const refused = await store.reserveAllotment(account.id, 1024);
+      expect(refused).toEqual({ ok: false, remaining: 952, resetsAt: utc(2025, 1, 11) });
+      expect((await store.usage(account.id)).usedBytes).toBe(2048);
+      expect((await store.reserveAllotment(account.id, 952)).ok).toBe(true);
+    });
+
+    it('a released reservation is given back, to the period it was taken from', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 4096, period: { kind: 'day' } });
+      const r = await store.reserveAllotment(account.id, 4096);
+      expect(r.ok).toBe(true);
+      if (!r.ok) return;
+      await store.releaseAllotment(r.reservation);
+      expect((await store.usage(account.id)).usedBytes).toBe(0);
+      const again = await store.reserveAllotment(account.id, 1024);
+      // The day ends; releasing yesterday's reservation must not lower today's usage.
+      clock.now = utc(2025, 1, 11, 1);
+      expect((await store.reserveAllotment(account.id, 512)).ok).toBe(true);
+      if (again.ok) await store.releaseAllotment(again.reservation);
+      expect((await store.usage(account.id)).usedBytes).toBe(512);
+      expect((await store.usage(account.id, T0)).usedBytes).toBe(0);
+    });
+
+    it('an unlimited account is never refused but its usage is counted', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: null });
+      expect((await store.reserveAllotment(account.id, 10 ** 12)).ok).toBe(true);
+      expect(await store.usage(account.id)).toMatchObject({ usedBytes: 10 ** 12, remainingBytes: null });
+    });
+
+    it('resets monthly on the start day (a start day of 31 falls on the last day of short months)', async () => {
+      clock.now = utc(2024, 1, 31, 9); // created 2024-01-31 09:00 UTC (2024 is a leap year)
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 1000 });
+      expect((await store.reserveAllotment(account.id, 1000)).ok).toBe(true);
+      const refused = await store.reserveAllotment(account.id, 1, utc(2024, 2, 28, 23));
+      expect(refused).toEqual({ ok: false, remaining: 0, resetsAt: utc(2024, 2, 29) });
+      expect((await store.reserveAllotment(account.id, 1000, utc(2024, 2, 29))).ok).toBe(true);
+      // From Feb 29 the next reset is Mar 31 (back to the start day), not Mar 29.
+      expect(await store.reserveAllotment(account.id, 1, utc(2024, 3, 30, 23))).toEqual({
+        ok: false,
+        remaining: 0,
+        resetsAt: utc(2024, 3, 31),
+      });
+      expect((await store.reserveAllotment(account.id, 1, utc(2024, 3, 31))).ok).toBe(true);
+      expect((await store.usage(account.id, utc(2024, 4, 29))).resetsAt).toBe(utc(2024, 4, 30));
+    });
+
+    it('resets every N hours from the account creation with hours:N', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 10, period: { kind: 'hours', hours: 6 } });
+      expect((await store.reserveAllotment(account.id, 10)).ok).toBe(true);
+      expect(await store.reserveAllotment(account.id, 1, T0 + 6 * 3_600_000 - 1)).toEqual({
+        ok: false,
+        remaining: 0,
+        resetsAt: T0 + 6 * 3_600_000,
+      });
+      expect((await store.reserveAllotment(account.id, 10, T0 + 6 * 3_600_000)).ok).toBe(true);
+    });
+  });
+
+  describe('rate limit', () => {
+    it('allows 30 requests in any 10 s, refuses the 31st with Retry-After, and is exact at the edges', async () => {
+      const other = await secondInstance();
+      const account = await store.createAccount({ name: 'alice' });
+      const { info } = await store.createToken(account.id);
+      // 30 requests 100 ms apart, alternating between two instances: t0, t0+100, ..., t0+2900.
+      for (let i = 0; i < 30; i++) {
+        expect(await (i % 2 ? other : store).rateLimit(info.id, T0 + i * 100)).toEqual({ allowed: true });
+      }
+      // 31st at t0+2950: the oldest (t0) leaves at t0+10000, 7.05 s away -> Retry-After 8.
+      expect(await other.rateLimit(info.id, T0 + 2950)).toEqual({ allowed: false, retryAfterSeconds: 8 });
+      // One ms before the oldest leaves: still refused, Retry-After rounds up to 1.
+      expect(await store.rateLimit(info.id, T0 + 9999)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+      // Exactly 10 s after the oldest: it has left the window, one slot is free.
+      expect(await other.rateLimit(info.id, T0 + 10_000)).toEqual({ allowed: true });
+      // ...and only one: t0+100 is still inside until t0+10100.
+      expect(await store.rateLimit(info.id, T0 + 10_000)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+      expect(await store.rateLimit(info.id, T0 + 10_100)).toEqual({ allowed: true });
+    });
+
+    it('counts per token', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const a = await store.createToken(account.id);
+      const b = await store.createToken(account.id);
+      for (let i = 0; i < 30; i++) await store.rateLimit(a.info.id, T0);
+      expect((await store.rateLimit(a.info.id, T0)).allowed).toBe(false);
+      expect((await store.rateLimit(b.info.id, T0)).allowed).toBe(true);
+    });
+
+    it('60 concurrent requests on two instances: exactly 30 allowed', async () => {
+      const other = await secondInstance();
+      const account = await store.createAccount({ name: 'alice' });
+      const { info } = await store.createToken(account.id);
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => (i % 2 ? other : store).rateLimit(info.id, T0 + i)),
+      );
+      expect(results.filter((r) => r.allowed)).toHaveLength(30);
+      for (const r of results) if (!r.allowed) expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    });
+
+    it('refused requests do not extend the lockout', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const { info } = await store.createToken(account.id);
+      for (let i = 0; i < 30; i++) await store.rateLimit(info.id, T0);
+      for (let i = 1; i <= 50; i++) expect((await store.rateLimit(info.id, T0 + i * 100)).allowed).toBe(false);
+      expect((await store.rateLimit(info.id, T0 + 10_000)).allowed).toBe(true);
+    });
+  });
+
+  it('a restart keeps accounts, tokens, usage and revocations', async () => {
+    const account = await store.createAccount({ name: 'alice', allotmentBytes: 10_000 });
+    const kept = await store.createToken(account.id);
+    const revoked = await store.createToken(account.id);
+    await store.revokeToken(revoked.info.id);
+    expect((await store.reserveAllotment(account.id, 4096)).ok).toBe(true);
+    await db.close();
+
+    db = await engine.open();
+    store = await AccountStore.open(db, { clock: clock.read });
+    const auth = await store.authenticate(kept.token);
+    expect(auth.ok && auth.account.name).toBe('alice');
+    expect(await store.authenticate(revoked.token)).toEqual({ ok: false, reason: 'revoked' });
+    expect((await store.usage(account.id)).usedBytes).toBe(4096);
+    expect(await store.reserveAllotment(account.id, 8192)).toMatchObject({ ok: false, remaining: 10_000 - 4096 });
+  });
+});
+
+describe('allotment periods', () => {
+  const win = (p: Period, anchor: number, now: number) => periodWindow(p, anchor, now);
+  const month: Period = { kind: 'month' };
+
+  it('month: from the start day at 00:00 UTC to the same day next month', () => {
+    const anchor = utc(2025, 1, 10, 15);
+    expect(win(month, anchor, utc(2025, 1, 10, 16))).toEqual({ start: utc(2025, 1, 10), end: utc(2025, 2, 10) });
+    expect(win(month, anchor, utc(2025, 2, 9, 23))).toEqual({ start: utc(2025, 1, 10), end: utc(2025, 2, 10) });
+    expect(win(month, anchor, utc(2025, 2, 10))).toEqual({ start: utc(2025, 2, 10), end: utc(2025, 3, 10) });
+    expect(win(month, anchor, utc(2025, 12, 31))).toEqual({ start: utc(2025, 12, 10), end: utc(2026, 1, 10) });
+    expect(win(month, anchor, utc(2026, 1, 5))).toEqual({ start: utc(2025, 12, 10), end: utc(2026, 1, 10) });
+  });
+
+  it('month: start day 31 clamps to the last day of short months and returns to 31', () => {
+    const anchor = utc(2025, 1, 31);
+    expect(win(month, anchor, utc(2025, 2, 15))).toEqual({ start: utc(2025, 1, 31), end: utc(2025, 2, 28) });
+    expect(win(month, anchor, utc(2025, 2, 28))).toEqual({ start: utc(2025, 2, 28), end: utc(2025, 3, 31) });
+    expect(win(month, anchor, utc(2025, 4, 30, 12))).toEqual({ start: utc(2025, 4, 30), end: utc(2025, 5, 31) });
+    expect(win(month, anchor, utc(2024, 2, 29, 1))).toEqual({ start: utc(2024, 2, 29), end: utc(2024, 3, 31) });
+  });
+
+  it('day: UTC midnight to midnight', () => {
+    expect(win({ kind: 'day' }, 0, utc(2025, 3, 1, 23))).toEqual({ start: utc(2025, 3, 1), end: utc(2025, 3, 2) });
+  });
+
+  it('hours:N: consecutive N-hour periods from the anchor', () => {
+    const anchor = utc(2025, 1, 1, 5);
+    const p: Period = { kind: 'hours', hours: 5 };
+    expect(win(p, anchor, utc(2025, 1, 1, 9))).toEqual({ start: utc(2025, 1, 1, 5), end: utc(2025, 1, 1, 10) });
+    expect(win(p, anchor, utc(2025, 1, 2, 0))).toEqual({ start: utc(2025, 1, 1, 20), end: utc(2025, 1, 2, 1) });
+  });
+
+  it('parses month, day and hours:N and explains anything else', () => {
+    expect(parsePeriod('month')).toEqual({ kind: 'month' });
+    expect(parsePeriod('hours:24')).toEqual({ kind: 'hours', hours: 24 });
+    expect(() => parsePeriod('hours:0')).toThrow(/hours must be 1\.\.8784/);
+    expect(() => parsePeriod('week')).toThrow(/expected month, day or hours:N/);
+    expect(() => parsePeriod('hours:1.5')).toThrow(/expected month, day or hours:N/);
+  });
+});
+
+describe('bearer header', () => {
+  it('extracts the token or says why not', () => {
+    expect(parseBearer(undefined)).toEqual({ ok: false, reason: 'missing' });
+    expect(parseBearer('')).toEqual({ ok: false, reason: 'missing' });
+    expect(parseBearer('Bearer qe_x')).toEqual({ ok: true, token: 'qe_x' });
+    expect(parseBearer('bearer qe_x')).toEqual({ ok: true, token: 'qe_x' });
+    expect(parseBearer('Basic dXNlcjpwYXNz')).toEqual({ ok: false, reason: 'malformed' });
+    expect(parseBearer('Bearer')).toEqual({ ok: false, reason: 'malformed' });
+    expect(parseBearer('Bearer a b')).toEqual({ ok: false, reason: 'malformed' });
+  });
+});
