@@ -1,0 +1,163 @@
+// KME benchmark: two sites (A, B) on loopback, each its own process with its own SQLite
+// file, mTLS everywhere with connection reuse; the SAE load (64 concurrent clients) in a
+// third process. Measures, end to end including the A→B delivery round trip:
+//   enc_keys number=1, enc_keys number=max_key_per_request (256-bit keys), dec_keys at B,
+// and, separately, the key-material path alone (seed → HKDF → seal → store), to show it is
+// not the bottleneck. Compares with the issue's target (≥ 2,000 keys/s at number=1).
+//   npm run bench:kme          (builds dist/ first)
+//   BENCH_SECONDS=10 BENCH_CONCURRENCY=64 node benchmarks/kme/run.js
+import { randomBytes, randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { dist } from './dist.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const seconds = Number(process.env.BENCH_SECONDS ?? 6);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const maxPerRequest = 128;
+const TARGET_KEYS_PER_S = 2000;
+
+const { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } = await import(dist('src/pki/certs.js'));
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-bench-kme-'));
+const file = (name, data, mode = 0o600) => {
+  const f = path.join(dir, name);
+  fs.writeFileSync(f, data, { mode });
+  return f;
+};
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+function startSite(configFile) {
+  return new Promise((resolve, reject) => {
+    const nodeArgs = process.env.BENCH_SITE_NODE_ARGS ? process.env.BENCH_SITE_NODE_ARGS.split(' ') : [];
+    const child = spawn(process.execPath, [...nodeArgs, path.join(here, 'site.js'), configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (/listening (\d+)/.test(out)) resolve(child);
+    });
+    child.on('exit', (code) => reject(new Error(`site exited (${code}) before listening`)));
+  });
+}
+
+function runLoad(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(here, 'load.js'), JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`load exited ${code}`))));
+  });
+}
+
+/** The key-material path alone, in this process: seed → HKDF → seal → batched insert. */
+async function keyMaterialPath(n, batch) {
+  const { deriveKey } = await import(dist('src/kme/derive.js'));
+  const { SiteKey } = await import(dist('src/kme/site-key.js'));
+  const { KeyStore } = await import(dist('src/kme/store.js'));
+  const { openDatabase } = await import(dist('src/storage/db.js'));
+  const db = await openDatabase({ url: `sqlite:${path.join(dir, 'material.db')}` });
+  const store = new KeyStore(db);
+  await store.migrate();
+  const siteKey = SiteKey.fromBytes(randomBytes(32));
+  const t0 = performance.now();
+  let deriveMs = 0;
+  for (let done = 0; done < n; done += batch) {
+    const d0 = performance.now();
+    const seeds = randomBytes(32 * batch);
+    const rows = [];
+    for (let i = 0; i < batch; i++) {
+      const keyId = randomUUID();
+      const key = deriveKey(seeds.subarray(i * 32, i * 32 + 32), undefined, { keyId, size: 256, origin: 'A', peer: 'B' });
+      rows.push({
+        key_id: keyId, origin: 'A', peer: 'B', size: 256, owner: 'a1', waiting: '', state: 1, created: Date.now(),
+        expires: Date.now() + 3600_000, digest: siteKey.mac(keyId), key_enc: siteKey.seal(key, Buffer.from(keyId)),
+      });
+    }
+    deriveMs += performance.now() - d0;
+    await db.transaction((tx) => store.insertKeys(tx, rows));
+  }
+  const totalS = (performance.now() - t0) / 1000;
+  await db.close();
+  return { keysPerS: n / totalS, deriveKeysPerS: n / (deriveMs / 1000) };
+}
+
+async function main() {
+  const ca = await createCertificateAuthority();
+  file('ca.crt', ca.certPem, 0o644);
+  const ports = { A: await freePort(), B: await freePort() };
+  for (const id of ['A', 'B']) {
+    const c = await issueKmeCertificate(ca, { kmeId: id, hosts: ['127.0.0.1'] });
+    file(`kme-${id}.crt`, c.certPem, 0o644);
+    file(`kme-${id}.key`, c.keyPem);
+  }
+  for (const [sae, site] of [['a1', 'A'], ['b1', 'B']]) {
+    const c = await issueSaeCertificate(ca, { saeId: sae, site });
+    file(`sae-${sae}.crt`, c.certPem, 0o644);
+    file(`sae-${sae}.key`, c.keyPem);
+  }
+  const children = [];
+  for (const [id, peer] of [['A', 'B'], ['B', 'A']]) {
+    const cfg = {
+      id,
+      listen: { host: '127.0.0.1', port: ports[id] },
+      tls: { cert: path.join(dir, `kme-${id}.crt`), key: path.join(dir, `kme-${id}.key`), ca: path.join(dir, 'ca.crt') },
+      storage: `sqlite:${path.join(dir, `site-${id}.db`)}`,
+      siteKeyFile: path.join(dir, `site-${id}.key`),
+      peers: { [peer]: { url: `https://127.0.0.1:${ports[peer]}` } },
+      seedSource: 'system',
+      maxKeyPerRequest: maxPerRequest,
+      maxKeyCount: 100_000_000,
+    };
+    children.push(await startSite(file(`config-${id}.json`, JSON.stringify(cfg))));
+  }
+  const sae = (name, site) => ({
+    url: `https://127.0.0.1:${ports[site]}`,
+    cert: path.join(dir, `sae-${name}.crt`),
+    key: path.join(dir, `sae-${name}.key`),
+    ca: path.join(dir, 'ca.crt'),
+  });
+  const idsFile = path.join(dir, 'ids.json');
+  try {
+    const results = [];
+    const enc1 = await runLoad({ ...sae('a1', 'A'), op: 'enc', peer: 'B', number: 1, size: 256, concurrency, seconds, keyIdsFile: idsFile });
+    results.push(['enc_keys number=1', enc1]);
+    const dec1 = await runLoad({ ...sae('b1', 'B'), op: 'dec', peer: 'A', number: 1, size: 256, concurrency, seconds, keyIdsFile: idsFile });
+    results.push(['dec_keys number=1', dec1]);
+    const encMax = await runLoad({ ...sae('a1', 'A'), op: 'enc', peer: 'B', number: maxPerRequest, size: 256, concurrency, seconds });
+    results.push([`enc_keys number=${maxPerRequest}`, encMax]);
+    const material = await keyMaterialPath(200_000, 256);
+
+    const pad = (s, n) => String(s).padEnd(n);
+    const num = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+    console.log(`\nKME, two sites on loopback, mTLS, ${concurrency} concurrent SAE clients, 256-bit keys, ${seconds} s per run`);
+    console.log(`${pad('operation', 22)}${pad('keys/s', 10)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('errors', 8)}target`);
+    for (const [name, r] of results) {
+      const target = name === 'enc_keys number=1' ? `≥ ${TARGET_KEYS_PER_S} keys/s: ${r.keys / r.seconds >= TARGET_KEYS_PER_S ? 'met' : 'NOT met'}` : '';
+      console.log(`${pad(name, 22)}${pad(num(r.keys / r.seconds), 10)}${pad(num(r.requests / r.seconds), 10)}${pad(num(r.latenciesMs.p50, 1), 9)}${pad(num(r.latenciesMs.p99, 1), 9)}${pad(r.errors, 8)}${target}`);
+    }
+    console.log(`\nkey-material path alone (seed → HKDF-SHA-256 → AES-GCM seal → SQLite insert, batches of 256, one process):`);
+    console.log(`  ${num(material.keysPerS)} keys/s stored; seed+HKDF+seal alone ${num(material.deriveKeysPerS)} keys/s`);
+    console.log(`  = ${num(material.keysPerS / (enc1.keys / enc1.seconds), 1)}× the end-to-end enc_keys number=1 rate: not the bottleneck.`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

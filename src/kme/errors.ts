@@ -1,0 +1,26 @@
+// ETSI GS QKD 014 error semantics: 400 (bad request), 401 (unauthorised), 503 (server side,
+// here: peer unreachable, store full, no entropy), with the body {"message", "details"}.
+
+export type EtsiStatus = 400 | 401 | 404 | 409 | 503;
+
+export class EtsiError extends Error {
+  constructor(
+    readonly status: EtsiStatus,
+    message: string,
+    readonly details: Array<Record<string, unknown>> = [],
+  ) {
+    super(message);
+    this.name = 'EtsiError';
+  }
+
+  body(): { message: string; details: Array<Record<string, unknown>> } {
+    return { message: this.message, details: this.details };
+  }
+}
+
+export const badRequest = (message: string, details: Array<Record<string, unknown>> = []): EtsiError =>
+  new EtsiError(400, message, details);
+export const unauthorized = (message: string, details: Array<Record<string, unknown>> = []): EtsiError =>
+  new EtsiError(401, message, details);
+export const unavailable = (message: string, details: Array<Record<string, unknown>> = []): EtsiError =>
+  new EtsiError(503, message, details);

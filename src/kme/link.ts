@@ -1,0 +1,137 @@
+// The origin side of the two-phase delivery, batched per peer. Concurrent enc_keys calls
+// for the same peer are gathered into one batch (no added wait: a batch leaves as soon as a
+// slot is free): one transaction stores them pending, one inter-KME call delivers them, one
+// statement activates them. Each caller's promise settles only after its keys are active,
+// so enc_keys never answers with a key the peer does not durably hold.
+import type { Logger } from './logger.js';
+import { unavailable } from './errors.js';
+import type { NoticeSender } from './notices.js';
+import { PeerCallError, type PeerClient } from './peer-client.js';
+import { ACTIVE, type KeyRow, type KeyStore } from './store.js';
+
+/** One key's metadata as it crosses the link (never the key itself). */
+export interface WireKey {
+  key_ID: string;
+  size: number;
+  /** 256 fresh bits, base64. */
+  seed: string;
+  origin: string;
+  peer: string;
+  created: number;
+  suite: string;
+  master_SAE_ID: string;
+  /** Empty: any SAE of the peer site may retrieve the key (once). */
+  slave_SAE_IDs: string[];
+}
+
+export interface DeliverReply {
+  stored: number;
+}
+
+interface Item {
+  rows: KeyRow[];
+  wire: WireKey[];
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+export interface LinkSenderOptions {
+  maxInflight?: number;
+  maxBatchKeys?: number;
+}
+
+export class LinkSender {
+  private queue: Item[] = [];
+  private inflight = 0;
+  private readonly maxInflight: number;
+  private readonly maxBatchKeys: number;
+
+  constructor(
+    private readonly peer: PeerClient,
+    private readonly store: KeyStore,
+    private readonly notices: NoticeSender,
+    private readonly log: Logger,
+    opts: LinkSenderOptions = {},
+  ) {
+    this.maxInflight = opts.maxInflight ?? 2;
+    this.maxBatchKeys = opts.maxBatchKeys ?? 1024;
+  }
+
+  /** Resolves once the peer has stored the keys and they are active here. */
+  submit(rows: KeyRow[], wire: WireKey[]): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ rows, wire, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inflight < this.maxInflight && this.queue.length > 0) {
+      const batch: Item[] = [];
+      let keys = 0;
+      while (this.queue.length > 0 && (batch.length === 0 || keys + this.queue[0]!.rows.length <= this.maxBatchKeys)) {
+        const item = this.queue.shift()!;
+        keys += item.rows.length;
+        batch.push(item);
+      }
+      this.inflight++;
+      void this.send(batch).finally(() => {
+        this.inflight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async send(batch: Item[]): Promise<void> {
+    const rows = batch.flatMap((i) => i.rows);
+    const wire = batch.flatMap((i) => i.wire);
+    const ids = rows.map((r) => r.key_id);
+    const fail = (err: Error): void => batch.forEach((i) => i.reject(err));
+
+    // Phase 1: pending here. A crash after this leaves pending rows that maintenance
+    // removes (and cancels at the peer), never a half-delivered active key.
+    try {
+      await this.store.db.transaction((tx) => this.store.insertKeys(tx, rows));
+    } catch (err) {
+      this.log.error({ err: (err as Error).message, peer: this.peer.peerId }, 'kme: storing pending keys failed');
+      fail(unavailable('the key store is unavailable'));
+      return;
+    }
+
+    // Phase 2: the peer stores them (idempotently) and confirms by answering 200.
+    try {
+      await this.peer.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wire });
+    } catch (err) {
+      const e = err instanceof PeerCallError ? err : new PeerCallError(String(err), true);
+      this.log.warn({ peer: this.peer.peerId, keys: ids.length, reason: e.message }, 'kme: delivery to peer failed');
+      await this.abandon(ids, e.maybeDelivered);
+      fail(unavailable(e.status === 503 ? `peer KME '${this.peer.peerId}' cannot store keys now` : `peer KME '${this.peer.peerId}' did not confirm the keys`, [{ peer: this.peer.peerId, reason: e.message }]));
+      return;
+    }
+
+    // Phase 3: active here; only now do the callers get their keys.
+    try {
+      await this.store.setState(this.store.db, ids, ACTIVE);
+    } catch (err) {
+      this.log.error({ err: (err as Error).message, peer: this.peer.peerId }, 'kme: activating keys failed');
+      await this.abandon(ids, true);
+      fail(unavailable('the key store is unavailable'));
+      return;
+    }
+    batch.forEach((i) => i.resolve());
+  }
+
+  /** Deletes the pending keys here and, when the peer may hold them, tells it to drop them. */
+  private async abandon(ids: string[], maybeDelivered: boolean): Promise<void> {
+    try {
+      await this.store.db.transaction(async (tx) => {
+        await this.store.deleteKeys(tx, ids);
+        if (maybeDelivered) await this.notices.enqueue(tx, this.peer.peerId, 'cancel', ids);
+      });
+    } catch (err) {
+      // Maintenance removes stale pending keys and cancels them later.
+      this.log.error({ err: (err as Error).message }, 'kme: could not remove undelivered keys now');
+    }
+    if (maybeDelivered) this.notices.kick(this.peer.peerId);
+  }
+}

@@ -1,0 +1,114 @@
+// The KME's HTTPS server: Fastify over node:https, TLS 1.3 only, client certificates
+// required and verified against the cluster CA at the handshake (no certificate, an
+// expired one or one from another CA never gets an HTTP response). Routes:
+//   ETSI GS QKD 014 (SAE certificates):  /api/v1/keys/{id}/status|enc_keys|dec_keys
+//   inter-KME (KME certificates only):  /internal/v1/keys/deliver|cancel|retrieved
+import type { TLSSocket } from 'node:tls';
+
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+
+import { identityFromCertificate, type CertIdentity } from '../pki/identity.js';
+import { badRequest, EtsiError, unauthorized } from './errors.js';
+import { parseDecKeysBody, parseDecKeysQuery, parseEncKeysBody, parseEncKeysQuery } from './requests.js';
+import type { KmeService } from './service.js';
+
+export interface KmeServerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  ca: string | Buffer;
+}
+
+export interface KmeServerOptions {
+  service: KmeService;
+  tls: KmeServerTls;
+  /** A pino logger for request logs (never bodies); default: none. */
+  logger?: object | false;
+}
+
+const identities = new WeakMap<TLSSocket, CertIdentity | null>();
+
+/** The verified identity of the TLS peer, computed once per connection. */
+function callerOf(request: FastifyRequest): CertIdentity {
+  const socket = request.raw.socket as TLSSocket;
+  let who = identities.get(socket);
+  if (who === undefined) {
+    const cert = socket.authorized ? socket.getPeerX509Certificate() : undefined;
+    who = cert ? identityFromCertificate(cert) : null;
+    identities.set(socket, who);
+  }
+  if (!who) throw unauthorized('the client certificate names no KME or SAE ID');
+  return who;
+}
+
+type Params = { id: string };
+
+export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
+  const { service } = opts;
+  const app = Fastify({
+    https: {
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      ca: opts.tls.ca,
+      requestCert: true,
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.3',
+    },
+    logger: opts.logger ?? false,
+    // Deliveries carry up to 20,000 key records; ETSI requests are tiny.
+    bodyLimit: 16 * 1024 * 1024,
+    return503OnClosing: true,
+  } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _request, reply) => {
+    if (err instanceof EtsiError) return reply.code(err.status).send(err.body());
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Framework-level refusals (malformed JSON, wrong content type, body too large) are
+      // "bad request format" in ETSI's terms.
+      return reply.code(400).send({ message: `bad request: ${err.message}`, details: err.code ? [{ code: err.code }] : [] });
+    }
+    reply.log.error({ err: err.message }, 'kme: internal error');
+    return reply.code(status >= 500 && status < 600 ? status : 500).send({ message: 'internal error', details: [] });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send({ message: `no such endpoint: ${request.method} ${request.url.split('?')[0]}`, details: [] });
+  });
+
+  const send = (reply: FastifyReply, body: unknown): FastifyReply => reply.code(200).header('cache-control', 'no-store').send(body);
+
+  app.get<{ Params: Params }>('/api/v1/keys/:id/status', async (request, reply) => {
+    return send(reply, await service.status(callerOf(request), request.params.id));
+  });
+
+  app.get<{ Params: Params }>('/api/v1/keys/:id/enc_keys', async (request, reply) => {
+    const caller = callerOf(request);
+    const req = parseEncKeysQuery(request.query as Record<string, unknown>, service.limits);
+    return send(reply, await service.encKeys(caller, request.params.id, req));
+  });
+
+  app.post<{ Params: Params }>('/api/v1/keys/:id/enc_keys', async (request, reply) => {
+    const caller = callerOf(request);
+    const query = Object.keys(request.query as object);
+    if (query.length > 0) throw badRequest(`POST enc_keys takes its parameters in the body, not the query (${query.join(', ')})`);
+    const req = parseEncKeysBody(request.body, service.limits);
+    return send(reply, await service.encKeys(caller, request.params.id, req));
+  });
+
+  app.get<{ Params: Params }>('/api/v1/keys/:id/dec_keys', async (request, reply) => {
+    const caller = callerOf(request);
+    const ids = parseDecKeysQuery(request.query as Record<string, unknown>, service.limits);
+    return send(reply, await service.decKeys(caller, request.params.id, ids));
+  });
+
+  app.post<{ Params: Params }>('/api/v1/keys/:id/dec_keys', async (request, reply) => {
+    const caller = callerOf(request);
+    const ids = parseDecKeysBody(request.body, service.limits);
+    return send(reply, await service.decKeys(caller, request.params.id, ids));
+  });
+
+  app.post('/internal/v1/keys/deliver', async (request, reply) => send(reply, await service.deliver(callerOf(request), request.body)));
+  app.post('/internal/v1/keys/cancel', async (request, reply) => send(reply, await service.cancel(callerOf(request), request.body)));
+  app.post('/internal/v1/keys/retrieved', async (request, reply) => send(reply, await service.retrieved(callerOf(request), request.body)));
+
+  return app;
+}

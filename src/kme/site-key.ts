@@ -1,0 +1,86 @@
+// Keys at rest are sealed with the site key: AES-256-GCM, a fresh 96-bit IV per key, and
+// the key's ID and link as associated data, so a sealed key moved to another row (or
+// another link) fails to open rather than being served under the wrong ID.
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+
+import { writePrivateFile } from '../pki/files.js';
+
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export class SiteKey {
+  private constructor(private readonly key: Buffer) {}
+
+  static fromBytes(key: Buffer): SiteKey {
+    if (key.length !== KEY_BYTES) throw new RangeError(`a site key is ${KEY_BYTES} bytes`);
+    return new SiteKey(Buffer.from(key));
+  }
+
+  /**
+   * Reads the site key file (32 raw bytes, or 64 hex characters), creating it 0600 with
+   * fresh random bytes when absent. A file readable by group or others is refused: the
+   * site key protects every stored key.
+   */
+  static async load(file: string): Promise<SiteKey> {
+    let data: Buffer;
+    try {
+      const st = await fs.stat(file);
+      if ((st.mode & 0o077) !== 0) {
+        throw new Error(`site key file ${file} is accessible to other users (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
+      }
+      data = await fs.readFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const fresh = randomBytes(KEY_BYTES);
+      try {
+        await writePrivateFile(file, fresh);
+      } catch (writeErr) {
+        // Another instance of this site created it first: use theirs.
+        if (!String((writeErr as Error).message).includes('exists')) throw writeErr;
+      }
+      data = await fs.readFile(file);
+    }
+    const text = data.toString('utf8').trim();
+    if (data.length !== KEY_BYTES && /^[0-9a-fA-F]{64}$/.test(text)) data = Buffer.from(text, 'hex');
+    if (data.length !== KEY_BYTES) throw new Error(`site key file ${file} must hold 32 bytes (or 64 hex digits)`);
+    return new SiteKey(data);
+  }
+
+  seal(plain: Buffer, aad: Buffer): Buffer {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(aad);
+    const ct = Buffer.concat([cipher.update(plain), cipher.final()]);
+    return Buffer.concat([iv, cipher.getAuthTag(), ct]);
+  }
+
+  open(sealed: Buffer, aad: Buffer): Buffer {
+    if (sealed.length < IV_BYTES + TAG_BYTES) throw new Error('sealed key is truncated');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, sealed.subarray(0, IV_BYTES));
+    decipher.setAAD(aad);
+    decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+  }
+
+  /** A keyed digest (for comparing deliveries without storing seeds). */
+  mac(data: Buffer | string): string {
+    return createHmac('sha256', this.key).update(data).digest('hex');
+  }
+}
+
+/** Reads a link PSK file: at least 32 bytes of secret, 0600, raw or hex. */
+export async function loadPsk(file: string): Promise<Buffer> {
+  const st = await fs.stat(file).catch((err: NodeJS.ErrnoException) => {
+    throw new Error(`cannot read PSK file ${file} (${err.code ?? err.message})`);
+  });
+  if ((st.mode & 0o077) !== 0) {
+    throw new Error(`PSK file ${file} is accessible to other users (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
+  }
+  let data = await fs.readFile(file);
+  const text = data.toString('utf8').trim();
+  if (/^([0-9a-fA-F]{2}){32,}$/.test(text)) data = Buffer.from(text, 'hex');
+  if (data.length < 32) throw new Error(`PSK file ${file} must hold at least 32 bytes (256 bits)`);
+  return data;
+}

@@ -1,0 +1,127 @@
+// One running KME site: reads its certificate, CA, site key and link PSKs, opens and
+// migrates its key store, serves HTTPS and runs maintenance (expiry, abandoned deliveries,
+// notices owed to peers). Used by the `kme` role of `qentropy daemon` and by tests.
+import { promises as fs } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+
+import type { FastifyInstance } from 'fastify';
+
+import type { KmeConfig } from '../config/sections/kme.js';
+import { openDatabase, type Db } from '../storage/db.js';
+import { silentLogger, type Logger } from './logger.js';
+import { type SeedSource } from './seed-source.js';
+import { buildKmeServer } from './server.js';
+import { KmeService } from './service.js';
+import { loadPsk, SiteKey } from './site-key.js';
+import { KeyStore } from './store.js';
+
+export interface KmeSiteDeps {
+  seedSource: SeedSource;
+  /** An open database; default: open `config.storage` (required then). */
+  db?: Db;
+  logger?: Logger;
+  /** Passed to Fastify for request logs (a pino instance); default none. */
+  httpLogger?: object | false;
+}
+
+export class KmeSite {
+  private timer: NodeJS.Timeout | undefined;
+  private maintaining: Promise<void> | undefined;
+
+  private constructor(
+    readonly config: KmeConfig,
+    readonly service: KmeService,
+    readonly app: FastifyInstance,
+    private readonly db: Db,
+    private readonly ownsDb: boolean,
+    private readonly log: Logger,
+  ) {}
+
+  static async create(config: KmeConfig, deps: KmeSiteDeps): Promise<KmeSite> {
+    const read = async (what: string, file: string): Promise<string> => {
+      try {
+        return await fs.readFile(file, 'utf8');
+      } catch (err) {
+        throw new Error(`kme.tls.${what}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      }
+    };
+    const tls = { cert: await read('cert', config.tls.cert), key: await read('key', config.tls.key), ca: await read('ca', config.tls.ca) };
+    const siteKey = await SiteKey.load(config.siteKeyFile);
+    const peers: Record<string, { url: string; psk?: Buffer }> = {};
+    for (const [id, p] of Object.entries(config.peers)) {
+      peers[id] = { url: p.url, ...(p.pskFile ? { psk: await loadPsk(p.pskFile) } : {}) };
+    }
+    let db = deps.db;
+    const ownsDb = db === undefined;
+    if (!db) {
+      if (!config.storage) throw new Error('kme.storage: no storage URL for the key store');
+      db = await openDatabase({ url: config.storage });
+    }
+    try {
+      const store = new KeyStore(db);
+      await store.migrate();
+      const log = deps.logger ?? silentLogger;
+      const service = new KmeService({
+        id: config.id,
+        peers,
+        saes: config.saes,
+        keySize: config.keySize,
+        minKeySize: config.minKeySize,
+        maxKeySize: config.maxKeySize,
+        maxKeyPerRequest: config.maxKeyPerRequest,
+        maxKeyCount: config.maxKeyCount,
+        maxSaeIdCount: config.maxSaeIdCount,
+        keyTtlSeconds: config.keyTtlSeconds,
+        peerTimeoutMs: config.peerTimeoutMs,
+        tls,
+        store,
+        siteKey,
+        seedSource: deps.seedSource,
+        logger: log,
+      });
+      const app = buildKmeServer({ service, tls, logger: deps.httpLogger ?? false });
+      return new KmeSite(config, service, app, db, ownsDb, log);
+    } catch (err) {
+      if (ownsDb) await db.close();
+      throw err;
+    }
+  }
+
+  /** Listens on config.listen and starts maintenance; resolves to the base URL. */
+  async start(): Promise<string> {
+    await this.app.listen({ host: this.config.listen.host, port: this.config.listen.port });
+    this.timer = setInterval(() => this.runMaintenance(), this.config.maintenanceSeconds * 1000);
+    this.timer.unref();
+    this.runMaintenance();
+    this.log.info({ kme: this.config.id, url: this.url }, 'kme: listening');
+    return this.url;
+  }
+
+  get port(): number {
+    return (this.app.server.address() as AddressInfo).port;
+  }
+
+  get url(): string {
+    const host = this.config.listen.host === '0.0.0.0' || this.config.listen.host === '::' ? '127.0.0.1' : this.config.listen.host;
+    return `https://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
+  }
+
+  /** One maintenance pass now (also what the timer runs); overlapping passes are skipped. */
+  runMaintenance(): Promise<void> {
+    this.maintaining ??= this.service
+      .maintain()
+      .catch((err: Error) => this.log.warn({ reason: err.message }, 'kme: maintenance pass failed'))
+      .finally(() => {
+        this.maintaining = undefined;
+      });
+    return this.maintaining;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.app.close();
+    await this.maintaining;
+    await this.service.close();
+    if (this.ownsDb) await this.db.close();
+  }
+}

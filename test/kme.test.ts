@@ -1,0 +1,523 @@
+// The key distribution cluster end to end: three sites A, B, C, each a real KME on
+// 127.0.0.1 with real mutual TLS (certificates made here with our PKI), its own SQLite
+// file (A on PostgreSQL too when QENTROPY_PG_URL is set), and real inter-KME calls.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { parseKmeConfig, type KmeConfig } from '../src/config/sections/kme.js';
+import { EtsiClient, EtsiClientError } from '../src/kme/etsi-client.js';
+import { KmeSite } from '../src/kme/site.js';
+import { systemSeedSource } from '../src/kme/seed-source.js';
+import {
+  createCertificateAuthority,
+  issueKmeCertificate,
+  issueSaeCertificate,
+  type CertificateAuthority,
+  type IssuedCertificate,
+} from '../src/pki/certs.js';
+import { openDatabase, type Db } from '../src/storage/db.js';
+import { describeEachEngine } from './helpers/databases.js';
+
+const run = promisify(execFile);
+
+interface Pem {
+  certPem: string;
+  keyPem: string;
+}
+
+/** Files and configs for a cluster; sites are started and stopped by the tests. */
+class Cluster {
+  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-kme-'));
+  ca!: CertificateAuthority;
+  kmeCerts: Record<string, IssuedCertificate> = {};
+  saeCerts: Record<string, IssuedCertificate> = {};
+  ports: Record<string, number> = {};
+  sites: Record<string, KmeSite> = {};
+  private clients: EtsiClient[] = [];
+
+  file(name: string, data: string | Buffer, mode = 0o600): string {
+    const f = path.join(this.dir, name);
+    fs.writeFileSync(f, data, { mode });
+    return f;
+  }
+
+  async setup(siteIds: string[], saes: Record<string, string>): Promise<void> {
+    this.ca = await createCertificateAuthority();
+    this.file('ca.crt', this.ca.certPem, 0o644);
+    for (const id of siteIds) {
+      this.kmeCerts[id] = await issueKmeCertificate(this.ca, { kmeId: id, hosts: ['127.0.0.1'] });
+      this.file(`kme-${id}.crt`, this.kmeCerts[id]!.certPem, 0o644);
+      this.file(`kme-${id}.key`, this.kmeCerts[id]!.keyPem);
+      this.ports[id] = await freePort();
+    }
+    for (const [sae, site] of Object.entries(saes)) {
+      this.saeCerts[sae] = await issueSaeCertificate(this.ca, { saeId: sae, site });
+      this.file(`sae-${sae}.crt`, this.saeCerts[sae]!.certPem, 0o644);
+      this.file(`sae-${sae}.key`, this.saeCerts[sae]!.keyPem);
+    }
+  }
+
+  url(id: string): string {
+    return `https://127.0.0.1:${this.ports[id]}`;
+  }
+
+  config(id: string, peers: Record<string, { pskFile?: string; url?: string }>, extra: Record<string, unknown> = {}): KmeConfig {
+    return parseKmeConfig({
+      id,
+      listen: { host: '127.0.0.1', port: this.ports[id] },
+      tls: { cert: path.join(this.dir, `kme-${id}.crt`), key: path.join(this.dir, `kme-${id}.key`), ca: path.join(this.dir, 'ca.crt') },
+      storage: `sqlite:${path.join(this.dir, `site-${id}.db`)}`,
+      siteKeyFile: path.join(this.dir, `site-${id}.key`),
+      peers: Object.fromEntries(Object.entries(peers).map(([p, o]) => [p, { url: o.url ?? this.url(p), ...(o.pskFile ? { pskFile: o.pskFile } : {}) }])),
+      seedSource: 'system',
+      ...extra,
+    });
+  }
+
+  async start(id: string, config: KmeConfig, db?: Db): Promise<KmeSite> {
+    const site = await KmeSite.create(config, { seedSource: systemSeedSource(), ...(db ? { db } : {}) });
+    await site.start();
+    this.sites[id] = site;
+    return site;
+  }
+
+  async stop(id: string): Promise<void> {
+    await this.sites[id]?.stop();
+    delete this.sites[id];
+  }
+
+  client(site: string, cert: Pem, connections = 4): EtsiClient {
+    const c = new EtsiClient({ url: this.url(site), cert: cert.certPem, key: cert.keyPem, ca: this.ca.certPem, connections });
+    this.clients.push(c);
+    return c;
+  }
+
+  sae(site: string, sae: string): EtsiClient {
+    return this.client(site, this.saeCerts[sae]!);
+  }
+
+  async teardown(): Promise<void> {
+    await Promise.all(this.clients.map((c) => c.close()));
+    for (const id of Object.keys(this.sites)) await this.stop(id);
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+async function rowCount(db: Db, where = '1 = 1', params: unknown[] = []): Promise<number> {
+  const [r] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM kme_keys WHERE ${where}`, params as never[]);
+  return Number(r!.n);
+}
+
+async function expectEtsiError(p: Promise<unknown>, status: number): Promise<EtsiClientError> {
+  const err = await p.then(
+    () => {
+      throw new Error(`expected ${status}, got 200`);
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(EtsiClientError);
+  const e = err as EtsiClientError;
+  expect(e.status, JSON.stringify(e.body)).toBe(status);
+  const body = e.body as { message?: unknown; details?: unknown };
+  expect(typeof body.message).toBe('string');
+  expect(Array.isArray(body.details)).toBe(true);
+  return e;
+}
+
+const SAES = { a1: 'A', a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
+
+describeEachEngine('kme cluster of three sites', (engine) => {
+  const cluster = new Cluster();
+  let dbA: Db;
+  let pskFile: string;
+
+  beforeAll(async () => {
+    await cluster.setup(['A', 'B', 'C', 'D'], SAES);
+    pskFile = cluster.file('psk-A-C', Buffer.from(crypto.getRandomValues(new Uint8Array(32))));
+    // Site A's store is the engine under test; B and C use their own SQLite files.
+    dbA = await engine.open();
+    const saes = { b1: 'B', b2: 'B', c1: 'C' };
+    await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64 }), dbA);
+    await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' } }));
+    await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40 }));
+  });
+  afterAll(async () => {
+    await cluster.teardown();
+    await dbA?.close();
+  });
+
+  it('keys made at A for B are retrieved at B byte-identical, by GET and by POST', async () => {
+    const a1 = cluster.sae('A', 'a1');
+    const b1 = cluster.sae('B', 'b1');
+    const viaGet = await a1.call('GET', '/api/v1/keys/B/enc_keys?number=2&size=512');
+    expect(viaGet.status).toBe(200);
+    const getKeys = (viaGet.body as { keys: Array<{ key_ID: string; key: string }> }).keys;
+    const postKeys = await a1.encKeys('B', { number: 3 });
+    expect(getKeys).toHaveLength(2);
+    expect(postKeys).toHaveLength(3);
+    for (const k of getKeys) expect(Buffer.from(k.key, 'base64')).toHaveLength(64);
+    for (const k of postKeys) expect(Buffer.from(k.key, 'base64')).toHaveLength(32); // default 256 bits
+    const all = [...getKeys, ...postKeys];
+    expect(new Set(all.map((k) => k.key_ID)).size).toBe(5);
+    for (const k of all) expect(k.key_ID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+    // GET dec_keys for one, POST for the rest; {id} is the origin site.
+    const one = await b1.call('GET', `/api/v1/keys/A/dec_keys?key_ID=${getKeys[0]!.key_ID}`);
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual({ keys: [getKeys[0]] });
+    const rest = await b1.decKeys('A', all.slice(1).map((k) => k.key_ID));
+    expect(rest).toEqual(all.slice(1));
+  });
+
+  it('the creating SAE can fetch its key again at the origin; other SAEs of A cannot', async () => {
+    const [k] = await cluster.sae('A', 'a1').encKeys('B');
+    expect(await cluster.sae('A', 'a1').decKeys('B', [k!.key_ID])).toEqual([k]);
+    await expectEtsiError(cluster.sae('A', 'a2').decKeys('B', [k!.key_ID]), 401);
+  });
+
+  it('status reports the link, the limits and the stored key count', async () => {
+    const a1 = cluster.sae('A', 'a1');
+    const before = (await a1.status('B')) as Record<string, number>;
+    expect(before).toMatchObject({
+      source_KME_ID: 'A',
+      target_KME_ID: 'B',
+      master_SAE_ID: 'a1',
+      slave_SAE_ID: 'B',
+      key_size: 256,
+      max_key_count: 100_000,
+      max_key_per_request: 64,
+      max_key_size: 4096,
+      min_key_size: 64,
+      max_SAE_ID_count: 8,
+    });
+    const keys = await a1.encKeys('B', { number: 4 });
+    const after = (await a1.status('B')) as Record<string, number>;
+    expect(after.stored_key_count).toBe(before.stored_key_count! + 4);
+    // An ETSI-style SAE ID as {id} names its site.
+    expect(await a1.status('b1')).toMatchObject({ target_KME_ID: 'B', slave_SAE_ID: 'b1' });
+    // Retrieval at the peer removes the key there, and (notified) at the origin too.
+    await cluster.sae('B', 'b2').decKeys('A', keys.map((k) => k.key_ID));
+    await cluster.sites.B!.service.notices.idle();
+    await waitFor(async () => ((await a1.status('B')) as Record<string, number>).stored_key_count === before.stored_key_count);
+  });
+
+  it('a key for a named slave SAE is only for that SAE at the peer', async () => {
+    const [k] = await cluster.sae('A', 'a1').encKeys('b1');
+    await expectEtsiError(cluster.sae('B', 'b2').decKeys('A', [k!.key_ID]), 401);
+    expect(await cluster.sae('B', 'b1').decKeys('a1', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('additional_slave_SAE_IDs: each named SAE retrieves the key once', async () => {
+    const [k] = await cluster.sae('A', 'a1').encKeys('B', { additionalSlaveSaeIds: ['b1', 'b2'] });
+    expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
+    await expectEtsiError(cluster.sae('B', 'b1').decKeys('A', [k!.key_ID]), 401);
+    expect(await cluster.sae('B', 'b2').decKeys('A', [k!.key_ID])).toEqual([k]);
+    await expectEtsiError(cluster.sae('B', 'b2').decKeys('A', [k!.key_ID]), 400);
+  });
+
+  it('keys made at A for C (a PSK link) are retrievable at C and not at B; B’s SAE gets 401 asking A', async () => {
+    const [k] = await cluster.sae('A', 'a1').encKeys('C', { size: 128 });
+    await expectEtsiError(cluster.sae('B', 'b1').decKeys('A', [k!.key_ID]), 400);
+    // An SAE of B presenting itself at A for A's key meant for C.
+    await expectEtsiError(cluster.sae('A', 'b1').decKeys('C', [k!.key_ID]), 401);
+    expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('a PSK mismatch is refused by the peer: 503 and nothing stored at either end', async () => {
+    // B's link to C has no PSK; a C that believes in one refuses B's deliveries.
+    const other = cluster.file('psk-other', Buffer.alloc(32, 7));
+    const cfg = cluster.config('C', { A: { pskFile }, B: { pskFile: other } }, { maxKeyCount: 40 });
+    await cluster.stop('C');
+    await cluster.start('C', cfg);
+    const b1 = cluster.sae('B', 'b1');
+    const e = await expectEtsiError(b1.encKeys('C'), 503);
+    expect(JSON.stringify(e.body)).toMatch(/suite|PSK/);
+    expect((await b1.status('C')).stored_key_count).toBe(0);
+    expect((await cluster.sae('C', 'c1').status('B')).stored_key_count).toBe(0);
+  });
+
+  it('malformed requests get 400 and store nothing', async () => {
+    const a1 = cluster.sae('A', 'a1');
+    const before = await rowCount(dbA);
+    const cases: Array<[string, string, unknown]> = [
+      ['POST', '/api/v1/keys/B/enc_keys', '{"number": 1,'],
+      ['POST', '/api/v1/keys/B/enc_keys', { number: 1_000_000 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { number: 65 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { number: 0 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { number: 1.5 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { number: '2' }],
+      ['POST', '/api/v1/keys/B/enc_keys', { size: 260 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { size: 8 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { size: 8192 }],
+      ['POST', '/api/v1/keys/B/enc_keys', { number: 1, colour: 'red' }],
+      ['POST', '/api/v1/keys/B/enc_keys', { extension_mandatory: [{ route_type: 'direct' }] }],
+      ['POST', '/api/v1/keys/B/enc_keys', { additional_slave_SAE_IDs: ['c1'] }],
+      ['POST', '/api/v1/keys/B/enc_keys', [1, 2]],
+      ['GET', '/api/v1/keys/B/enc_keys?number=1e3', undefined],
+      ['GET', '/api/v1/keys/B/enc_keys?size=255', undefined],
+      ['GET', '/api/v1/keys/B/enc_keys?numbr=2', undefined],
+      ['GET', '/api/v1/keys/NOPE/enc_keys', undefined],
+      ['GET', '/api/v1/keys/A/enc_keys', undefined],
+      ['POST', '/api/v1/keys/A/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }, { key_ID: '0B7F0A55-5C28-4A36-8A8D-5A2A2F5F5E01' }] }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: 'not-a-uuid' }] }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01', x: 1 }] }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }] }],
+      ['GET', '/api/v1/keys/B/dec_keys', undefined],
+    ];
+    for (const [method, p, body] of cases) {
+      const res = await a1.call(method as 'GET' | 'POST', p, body);
+      expect(res.status, `${method} ${p} ${JSON.stringify(body)} -> ${JSON.stringify(res.body)}`).toBe(400);
+      const b = res.body as { message: unknown; details: unknown };
+      expect(typeof b.message).toBe('string');
+      expect(Array.isArray(b.details)).toBe(true);
+    }
+    expect(await rowCount(dbA)).toBe(before);
+  });
+
+  it('a dec_keys request with one unknown key retrieves none of them', async () => {
+    const keys = await cluster.sae('A', 'a1').encKeys('B', { number: 2 });
+    const ids = [keys[0]!.key_ID, '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01', keys[1]!.key_ID];
+    const e = await expectEtsiError(cluster.sae('B', 'b1').decKeys('A', ids), 400);
+    expect(JSON.stringify(e.body)).toContain('0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01');
+    expect(await cluster.sae('B', 'b1').decKeys('A', [keys[0]!.key_ID, keys[1]!.key_ID])).toEqual(keys);
+  });
+
+  it('SAEs of other sites and KME certificates cannot use the ETSI API of a site (401)', async () => {
+    await expectEtsiError(cluster.sae('A', 'b1').encKeys('C'), 401);
+    await expectEtsiError(cluster.sae('A', 'b1').status('B'), 401);
+    await expectEtsiError(cluster.client('A', cluster.kmeCerts.B!).encKeys('B'), 401);
+  });
+
+  it('the inter-KME path refuses SAE certificates and KMEs that are not peers (401)', async () => {
+    const body = { keys: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }] };
+    for (const [who, cert] of [
+      ['sae b1', cluster.saeCerts.b1!],
+      ['kme C (not a peer of... B is; D is not a peer of B)', cluster.kmeCerts.D!],
+    ] as const) {
+      for (const p of ['deliver', 'cancel', 'retrieved']) {
+        const res = await cluster.client('B', cert).call('POST', `/internal/v1/keys/${p}`, body);
+        expect(res.status, `${who} ${p}`).toBe(401);
+      }
+    }
+  });
+
+  it('deliveries are idempotent; a conflicting one is refused; a cancel drops the key and later copies', async () => {
+    const asA = cluster.client('B', cluster.kmeCerts.A!);
+    const meta = {
+      key_ID: '7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e3f',
+      size: 256,
+      seed: Buffer.alloc(32, 1).toString('base64'),
+      origin: 'A',
+      peer: 'B',
+      created: Date.now(),
+      suite: 'hkdf-sha256',
+      master_SAE_ID: 'a1',
+      slave_SAE_IDs: [],
+    };
+    const dbB = await openDatabase({ url: cluster.sites.B!.config.storage! });
+    try {
+      expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(200);
+      expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(200);
+      expect(await rowCount(dbB, 'key_id = $1', [meta.key_ID])).toBe(1);
+      const clash = await asA.call('POST', '/internal/v1/keys/deliver', { keys: [{ ...meta, seed: Buffer.alloc(32, 2).toString('base64') }] });
+      expect(clash.status).toBe(409);
+      expect((await asA.call('POST', '/internal/v1/keys/cancel', { key_IDs: [meta.key_ID] })).status).toBe(200);
+      expect(await rowCount(dbB, 'key_id = $1', [meta.key_ID])).toBe(0);
+      expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(200);
+      expect(await rowCount(dbB, 'key_id = $1', [meta.key_ID])).toBe(0);
+      // A wrong origin (A claiming to deliver C's key) is refused.
+      const forged = await asA.call('POST', '/internal/v1/keys/deliver', { keys: [{ ...meta, key_ID: '7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e40', origin: 'C' }] });
+      expect(forged.status).toBe(400);
+    } finally {
+      await dbB.close();
+    }
+  });
+
+  it('peer down during enc_keys: 503 and no key left behind at either site', async () => {
+    const cfgC = cluster.sites.C!.config;
+    const atA = await rowCount(dbA, "peer = 'C'");
+    const atC = (await cluster.sae('C', 'c1').status('A')).stored_key_count;
+    await cluster.stop('C');
+    const a1 = cluster.sae('A', 'a1');
+    const e = await expectEtsiError(a1.encKeys('C', { number: 3 }), 503);
+    expect(e.message).toMatch(/C/);
+    expect(await rowCount(dbA, "peer = 'C'")).toBe(atA);
+    await cluster.start('C', cfgC);
+    expect((await cluster.sae('C', 'c1').status('A')).stored_key_count).toBe(atC);
+    // And the link works again.
+    const [k] = await a1.encKeys('C');
+    expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('a peer that never answers: 503 after the timeout, the pending key removed and a cancel queued', async () => {
+    // D's address is a TLS server with D's certificate that accepts requests and never replies.
+    const tls = await import('node:tls');
+    const sockets: import('node:tls').TLSSocket[] = [];
+    let closing = false;
+    const hole = tls.createServer({ cert: cluster.kmeCerts.D!.certPem, key: cluster.kmeCerts.D!.keyPem, ca: cluster.ca.certPem, requestCert: true, minVersion: 'TLSv1.3' }, (s) => {
+      if (closing) return void s.destroy();
+      sockets.push(s);
+      s.on('data', () => undefined);
+    });
+    await new Promise<void>((r) => hole.listen(cluster.ports.D, '127.0.0.1', () => r()));
+    // A second instance of A with a short peer timeout, on A's database.
+    const cfg = cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { peerTimeoutMs: 1000, listen: { host: '127.0.0.1', port: 0 } });
+    const impatient = await KmeSite.create(cfg, { seedSource: systemSeedSource(), db: await engine.open() });
+    const url = await impatient.start();
+    const a1 = new EtsiClient({ url, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });
+    try {
+      const started = Date.now();
+      await expectEtsiError(a1.encKeys('D', { number: 2 }), 503);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+      expect(await rowCount(dbA, "peer = 'D'")).toBe(0);
+      const [queued] = await dbA.query<{ n: number }>("SELECT COUNT(*) AS n FROM kme_outbox WHERE peer = 'D' AND kind = 'cancel'");
+      expect(Number(queued!.n)).toBe(2);
+    } finally {
+      closing = true;
+      await a1.close();
+      sockets.forEach((s) => s.destroy());
+      await impatient.stop();
+      sockets.forEach((s) => s.destroy());
+      await new Promise((r) => hole.close(r));
+    }
+  });
+
+  it('store full at the peer: 503 and nothing stored at either end', async () => {
+    const a1 = cluster.sae('A', 'a1');
+    const before = await rowCount(dbA, "peer = 'C'");
+    await expectEtsiError(a1.encKeys('C', { number: 41 }), 503);
+    expect(await rowCount(dbA, "peer = 'C'")).toBe(before);
+    expect((await cluster.sae('C', 'c1').status('A')).stored_key_count).toBe(before);
+  });
+
+  it('no client certificate, an expired one, or one from another CA: refused at the handshake', async () => {
+    const now = Date.now();
+    const expired = await issueSaeCertificate(cluster.ca, { saeId: 'a1', site: 'A', notBefore: new Date(now - 10 * 86_400_000), notAfter: new Date(now - 86_400_000) });
+    const otherCa = await createCertificateAuthority();
+    const foreign = await issueSaeCertificate(otherCa, { saeId: 'a1', site: 'A' });
+    const foreignKme = await issueKmeCertificate(otherCa, { kmeId: 'B', hosts: ['127.0.0.1'] });
+    for (const cert of [expired, foreign]) {
+      const err = await cluster.client('A', cert).status('B').then(() => null, (e: EtsiClientError) => e);
+      expect(err).toBeInstanceOf(EtsiClientError);
+      expect(err!.status).toBeUndefined(); // no HTTP response at all
+    }
+    const foreignPeer = await cluster.client('A', foreignKme).call('POST', '/internal/v1/keys/deliver', {}).then(() => null, (e: Error) => e);
+    expect(foreignPeer).toBeInstanceOf(EtsiClientError);
+    const bare = new Agent({ connect: { ca: cluster.ca.certPem, minVersion: 'TLSv1.3' } });
+    try {
+      await expect(request(`${cluster.url('A')}/api/v1/keys/B/status`, { dispatcher: bare })).rejects.toThrow();
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('curl as an independent client: enc_keys at A, dec_keys at B', async () => {
+    const f = (n: string): string => path.join(cluster.dir, n);
+    const { stdout: enc } = await run('curl', ['-sS', '--fail-with-body', '--cert', f('sae-a1.crt'), '--key', f('sae-a1.key'), '--cacert', f('ca.crt'), `${cluster.url('A')}/api/v1/keys/B/enc_keys?number=2&size=256`]);
+    const made = JSON.parse(enc) as { keys: Array<{ key_ID: string; key: string }> };
+    expect(made.keys).toHaveLength(2);
+    const body = JSON.stringify({ key_IDs: made.keys.map((k) => ({ key_ID: k.key_ID })) });
+    const { stdout: dec } = await run('curl', [
+      '-sS', '--fail-with-body', '--cert', f('sae-b1.crt'), '--key', f('sae-b1.key'), '--cacert', f('ca.crt'),
+      '-H', 'Content-Type: application/json', '-d', body, `${cluster.url('B')}/api/v1/keys/A/dec_keys`,
+    ]);
+    expect(JSON.parse(dec)).toEqual(made);
+    // curl without a client certificate gets no HTTP answer.
+    const noCert = await run('curl', ['-sS', '--cacert', f('ca.crt'), `${cluster.url('A')}/api/v1/keys/B/status`]).then(() => 0, (e: { code: number }) => e.code);
+    expect(noCert).not.toBe(0);
+  });
+
+  it('1,000 concurrent enc_keys across two sites: every key retrievable at the peer exactly once', async () => {
+    const a = cluster.client('A', cluster.saeCerts.a1!, 32);
+    const b = cluster.client('B', cluster.saeCerts.b1!, 32);
+    const made = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => (i % 2 === 0 ? a.encKeys('B').then((k) => ({ at: 'B', k: k[0]! })) : b.encKeys('A').then((k) => ({ at: 'A', k: k[0]! })))),
+    );
+    expect(new Set(made.map((m) => m.k.key_ID)).size).toBe(1000);
+    const aAtB = made.filter((m) => m.at === 'B').map((m) => m.k);
+    const bAtA = made.filter((m) => m.at === 'A').map((m) => m.k);
+    const retrieverB = cluster.client('B', cluster.saeCerts.b2!, 16);
+    const retrieverA = cluster.client('A', cluster.saeCerts.a2!, 16);
+    // Each key asked for twice at once: exactly one request gets it.
+    const attempts = await Promise.all(
+      [...aAtB.map((k) => ['B', k] as const), ...bAtA.map((k) => ['A', k] as const)].flatMap(([site, k]) =>
+        [0, 1].map(() =>
+          (site === 'B' ? retrieverB.decKeys('A', [k.key_ID]) : retrieverA.decKeys('B', [k.key_ID])).then(
+            (got) => ({ k, got: got[0]! }),
+            (e: EtsiClientError) => ({ k, status: e.status }),
+          ),
+        ),
+      ),
+    );
+    const wins = attempts.filter((x): x is { k: (typeof made)[0]['k']; got: (typeof made)[0]['k'] } => 'got' in x);
+    expect(wins).toHaveLength(1000);
+    for (const w of wins) expect(w.got).toEqual(w.k);
+    expect(new Set(wins.map((w) => w.k.key_ID)).size).toBe(1000);
+    expect(attempts.filter((x) => 'status' in x).every((x) => (x as { status: number }).status === 400)).toBe(true);
+  });
+
+  it('two instances of site A on one database serve the same keys', async () => {
+    const cfg = cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes: { b1: 'B', b2: 'B', c1: 'C' }, listen: { host: '127.0.0.1', port: 0 } });
+    const second = await KmeSite.create(cfg, { seedSource: systemSeedSource(), db: await engine.open() });
+    const url = await second.start();
+    const client = new EtsiClient({ url, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });
+    try {
+      const [k] = await cluster.sae('A', 'a1').encKeys('B');
+      expect(await client.decKeys('B', [k!.key_ID])).toEqual([k]);
+      const [k2] = await client.encKeys('B');
+      expect(await cluster.sae('B', 'b1').decKeys('A', [k2!.key_ID])).toEqual([k2]);
+    } finally {
+      await client.close();
+      await second.stop();
+    }
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('kme keys at rest', () => {
+  it('are sealed with the site key: the database file never holds key bytes', async () => {
+    const cluster = new Cluster();
+    try {
+      await cluster.setup(['A', 'B'], { a1: 'A', b1: 'B' });
+      await cluster.start('A', cluster.config('A', { B: {} }));
+      await cluster.start('B', cluster.config('B', { A: {} }));
+      const keys = await cluster.sae('A', 'a1').encKeys('B', { number: 8 });
+      for (const site of ['A', 'B']) {
+        const dbFile = path.join(cluster.dir, `site-${site}.db`);
+        const bytes = Buffer.concat([fs.readFileSync(dbFile), fs.existsSync(`${dbFile}-wal`) ? fs.readFileSync(`${dbFile}-wal`) : Buffer.alloc(0)]);
+        for (const k of keys) {
+          expect(bytes.includes(Buffer.from(k.key, 'base64'))).toBe(false);
+          expect(bytes.includes(Buffer.from(k.key_ID))).toBe(true);
+        }
+        expect(fs.statSync(path.join(cluster.dir, `site-${site}.key`)).mode & 0o777).toBe(0o600);
+      }
+    } finally {
+      await cluster.teardown();
+    }
+  });
+});
