@@ -1,0 +1,218 @@
+// The quality APIs (spec part B, product.md §5.3), no auth, on the quality role's own
+// listener:
+//   GET /api/v1/logs?num=&simple=
+//   GET /api/v1/failing_logs?num=&simple=&strict=&include_random=&randsize=
+//   GET /api/v1/failing_random?num=&randsize=
+//   GET /api/v1/runs?num=          (beyond the spec: newest runs, errors included)
+//   GET /api/v1/runs/{id}          (beyond the spec: the full per-run report)
+// Responses that carry `random` are streamed: up to 100 records x 5,242,880 characters is
+// about 500 MB of JSON, so the bits are read from storage in slices and expanded to text
+// chunk by chunk (native), at the pace the client reads.
+import http from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { LoggerOptions } from 'pino';
+
+import { bitsToText } from './bitstring.js';
+import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
+import { imfFixdate, simplify } from './record.js';
+import { StorageUnavailableError, type ListedRun, type QualityStore } from './store.js';
+
+export interface QualityTlsSettings {
+  cert: string | Buffer;
+  key: string | Buffer;
+  minVersion?: 'TLSv1.2' | 'TLSv1.3';
+}
+
+export interface QualityAppOptions {
+  store: QualityStore;
+  tls?: QualityTlsSettings;
+  /** pino options, or false for no logs. */
+  logger?: LoggerOptions | false;
+  logRequests?: boolean;
+  /** Retry-After on 503 (default 30 s). */
+  retryAfterSeconds?: number;
+  /** Bytes of stored bits read (and expanded) per step of a streamed response (default 64 KiB). */
+  streamChunkBytes?: number;
+}
+
+const ROUTES = ['/api/v1/logs', '/api/v1/failing_logs', '/api/v1/failing_random', '/api/v1/runs'];
+
+interface ErrorBody {
+  message: string;
+  details: unknown[];
+}
+
+function sendError(reply: FastifyReply, status: number, body: ErrorBody, retryAfter?: number): FastifyReply {
+  if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+export async function buildQualityApp(options: QualityAppOptions): Promise<FastifyInstance> {
+  const { store } = options;
+  const retryAfter = options.retryAfterSeconds ?? 30;
+  const chunkBytes = options.streamChunkBytes ?? 64 * 1024;
+  const app = Fastify({
+    logger: (options.logger === undefined ? { level: 'info' } : options.logger) as never,
+    bodyLimit: 1024,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    serverFactory: (handler) => createServer(handler, options.tls),
+    clientErrorHandler: clientError,
+    frameworkErrors: (error, _request, reply) => {
+      void sendError(reply, 400, { message: 'malformed request', details: [{ problem: error.message.slice(0, 200) }] });
+    },
+  });
+
+  // Request lines are logged at info; without logRequests the routes log warnings and errors only.
+  if (options.logRequests !== true) {
+    app.addHook('onRoute', (route) => {
+      route.logLevel ??= 'warn';
+    });
+  }
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof QueryError) return sendError(reply, 400, { message: error.message, details: error.details });
+    if (error instanceof StorageUnavailableError) {
+      request.log.error({ err: error.message }, 'quality storage unavailable');
+      return sendError(reply, 503, { message: 'quality records are temporarily unavailable; retry later', details: [] }, retryAfter);
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return sendError(reply, status, { message: error.message.split('\n', 1)[0]!.slice(0, 200), details: error.code ? [{ code: error.code }] : [] });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return sendError(reply, 500, { message: 'internal server error', details: [] });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?', 1)[0]!;
+    if (ROUTES.includes(path) || /^\/api\/v1\/runs\/[^/]+$/.test(path)) {
+      reply.header('allow', 'GET');
+      return sendError(reply, 405, { message: `method ${request.method} not allowed`, details: [{ allow: ['GET'] }] });
+    }
+    return sendError(reply, 404, { message: 'not found', details: [{ path: path.slice(0, 200) }] });
+  });
+
+  app.get('/api/v1/logs', async (request, reply) => {
+    const q = parseQuery(request.query, ENDPOINT_PARAMS.logs);
+    const runs = await store.listRecords(q.num, 'all');
+    return json(reply, runs.map((r) => (q.simple ? simplify(r.record) : r.record)));
+  });
+
+  app.get('/api/v1/failing_logs', async (request, reply) => {
+    const q = parseQuery(request.query, ENDPOINT_PARAMS.failing_logs);
+    const runs = await store.listRecords(q.num, q.strict ? 'strict' : 'loose');
+    // include_random applies only to strictly failing logs (spec); randsize only with it.
+    if (!(q.strict && q.include_random)) return json(reply, runs.map((r) => (q.simple ? simplify(r.record) : r.record)));
+    return stream(reply, recordsWithRandom(runs, q.randsize, q.simple));
+  });
+
+  app.get('/api/v1/failing_random', async (request, reply) => {
+    const q = parseQuery(request.query, ENDPOINT_PARAMS.failing_random);
+    const runs = await store.listRecords(q.num, 'strict');
+    return stream(reply, failedRandoms(runs, q.randsize));
+  });
+
+  app.get('/api/v1/runs', async (request, reply) => {
+    const q = parseQuery(request.query, ENDPOINT_PARAMS.runs);
+    const runs = await store.listRuns(q.num);
+    return json(
+      reply,
+      runs.map((r) => ({
+        id: r.id,
+        status: r.status,
+        time_of_completion: r.completedMs / 1000,
+        createdAt: imfFixdate(r.completedMs),
+        tests_passed: r.testsPassed,
+        strictly_failing: r.strictlyFailing,
+        loosely_failing: r.looselyFailing,
+        ...(r.error !== null ? { error: r.error } : {}),
+      })),
+    );
+  });
+
+  app.get<{ Params: { id: string } }>('/api/v1/runs/:id', async (request, reply) => {
+    parseQuery(request.query, {});
+    const text = request.params.id;
+    if (!/^[0-9]{1,15}$/.test(text) || Number(text) < 1) {
+      throw new QueryError([{ parameter: 'id', problem: 'must be a positive integer run id', value: text.slice(0, 32) }]);
+    }
+    const id = Number(text);
+    const report = await store.getReport(id);
+    if (!report) return sendError(reply, 404, { message: `no quality run ${id}`, details: [{ id }] });
+    return json(reply, { id, ...report });
+  });
+
+  function json(reply: FastifyReply, body: unknown): FastifyReply {
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
+  }
+
+  function stream(reply: FastifyReply, chunks: AsyncGenerator<Buffer>): FastifyReply {
+    // Not object mode: the highWaterMark counts bytes, so at most ~one expanded chunk waits
+    // here besides what the socket holds; the generator is pulled only as the client reads.
+    const body = Readable.from(chunks, { objectMode: false, highWaterMark: 64 * 1024 });
+    body.on('error', (err) => app.log.error({ err: err.message }, 'streamed quality response failed'));
+    return reply.type('application/json; charset=utf-8').send(body);
+  }
+
+  /** The `randsize` first kept bits of a run as JSON string content, slice by slice. */
+  async function* bitText(run: ListedRun, randsize: number): AsyncGenerator<Buffer> {
+    const bits = Math.min(randsize, run.dataBits);
+    const bytes = Math.ceil(bits / 8);
+    for (let offset = 0; offset < bytes; offset += chunkBytes) {
+      const piece = await store.readData(run.id, offset, Math.min(chunkBytes, bytes - offset));
+      if (piece.length === 0) return; // pruned meanwhile: the record keeps what was read
+      const pieceBits = Math.min(piece.length * 8, bits - offset * 8);
+      yield bitsToText(piece, pieceBits);
+      if (piece.length < Math.min(chunkBytes, bytes - offset)) return;
+    }
+  }
+
+  async function* recordsWithRandom(runs: ListedRun[], randsize: number, simple: boolean): AsyncGenerator<Buffer> {
+    yield Buffer.from('[');
+    for (const [i, run] of runs.entries()) {
+      const head = JSON.stringify(simple ? simplify(run.record) : run.record);
+      yield Buffer.from(`${i > 0 ? ',' : ''}${head.slice(0, -1)},"random":"`);
+      yield* bitText(run, randsize);
+      yield Buffer.from('"}');
+    }
+    yield Buffer.from(']');
+  }
+
+  async function* failedRandoms(runs: ListedRun[], randsize: number): AsyncGenerator<Buffer> {
+    yield Buffer.from('[');
+    for (const [i, run] of runs.entries()) {
+      yield Buffer.from(`${i > 0 ? ',' : ''}{"random":"`);
+      yield* bitText(run, randsize);
+      const tail = { time_of_completion: run.record.time_of_completion, createdAt: imfFixdate(run.completedMs) };
+      yield Buffer.from(`",${JSON.stringify(tail).slice(1)}`);
+    }
+    yield Buffer.from(']');
+  }
+
+  return app;
+}
+
+function createServer(handler: http.RequestListener, tls: QualityTlsSettings | undefined): http.Server {
+  const common = { maxHeaderSize: 8192, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
+  const server = tls
+    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' }, handler)
+    : http.createServer(common, handler);
+  server.keepAliveTimeout = common.keepAliveTimeout;
+  return server;
+}
+
+function clientError(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return;
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const body = JSON.stringify({ message: status === 431 ? 'request headers too large' : 'malformed HTTP request', details: [{ code: error.code ?? 'unknown' }] });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,265 @@
+// Quality run records in the shared storage (namespace 'quality'): one row per run
+// (completed or error), its full report as JSON text, and for loosely failing runs (and
+// passing runs when configured) the first 5,242,880 bits of the tested data in a table
+// of its own, read back in slices so a response never holds a whole run's bits.
+import type { Db, Queryable } from '../storage/db.js';
+import type { TestResultRecord } from './record.js';
+import { buildRecordFromRow } from './rows.js';
+
+/** Bits of tested data kept for a failing run (product.md §5.3; the APIs' randsize maximum). */
+export const KEPT_BITS = 5_242_880;
+
+export const QUALITY_MIGRATIONS = [
+  `CREATE TABLE quality_runs (
+     id {{AUTO_ID}},
+     status TEXT NOT NULL,
+     started_ms BIGINT NOT NULL,
+     completed_ms BIGINT NOT NULL,
+     source TEXT NOT NULL,
+     streams BIGINT NOT NULL,
+     bits_per_stream BIGINT NOT NULL,
+     tests_passed INTEGER NOT NULL DEFAULT 0,
+     nist_all_passed INTEGER NOT NULL DEFAULT 0,
+     nist_fails BIGINT NOT NULL DEFAULT 0,
+     nist_passes BIGINT NOT NULL DEFAULT 0,
+     nist_success_rate DOUBLE PRECISION,
+     uniformity_all_passed INTEGER NOT NULL DEFAULT 0,
+     uniformity_fails INTEGER NOT NULL DEFAULT 0,
+     uniformity_passes INTEGER NOT NULL DEFAULT 0,
+     uniformity_success_rate DOUBLE PRECISION,
+     strictly_failing INTEGER NOT NULL DEFAULT 0,
+     loosely_failing INTEGER NOT NULL DEFAULT 0,
+     repetition_flagged INTEGER NOT NULL DEFAULT 0,
+     error TEXT,
+     report TEXT NOT NULL,
+     data_bits BIGINT NOT NULL DEFAULT 0,
+     data_expires_ms BIGINT
+   );
+   CREATE INDEX quality_runs_status_time ON quality_runs (status, completed_ms);
+   CREATE INDEX quality_runs_loose_time ON quality_runs (loosely_failing, completed_ms);
+   CREATE INDEX quality_runs_strict_time ON quality_runs (strictly_failing, completed_ms);
+   CREATE TABLE quality_run_data (
+     run_id BIGINT PRIMARY KEY,
+     data {{BYTES}} NOT NULL
+   );`,
+];
+
+/** The storage could not be reached or failed: the APIs answer 503. */
+export class StorageUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`storage unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'StorageUnavailableError';
+  }
+}
+
+export type RunStatus = 'completed' | 'error';
+
+/** What a run produced, ready to be stored in one transaction. */
+export interface NewRun {
+  status: RunStatus;
+  startedMs: number;
+  completedMs: number;
+  source: string;
+  streams: number;
+  bitsPerStream: number;
+  /** Present for completed runs. */
+  record?: TestResultRecord;
+  strictlyFailing?: boolean;
+  looselyFailing?: boolean;
+  repetitionFlagged?: boolean;
+  error?: string;
+  /** The full per-run report (stored as JSON text). */
+  report: object;
+  /** Tested bits to keep (at most KEPT_BITS of them), or undefined. */
+  data?: { bytes: Uint8Array; bits: number; expiresMs: number | null };
+}
+
+export interface StoredRunRow {
+  id: number;
+  status: RunStatus;
+  started_ms: number;
+  completed_ms: number;
+  source: string;
+  streams: number;
+  bits_per_stream: number;
+  tests_passed: number;
+  nist_all_passed: number;
+  nist_fails: number;
+  nist_passes: number;
+  nist_success_rate: number | null;
+  uniformity_all_passed: number;
+  uniformity_fails: number;
+  uniformity_passes: number;
+  uniformity_success_rate: number | null;
+  strictly_failing: number;
+  loosely_failing: number;
+  repetition_flagged: number;
+  error: string | null;
+  data_bits: number;
+}
+
+/** A listed run: its published record, id and how many tested bits are kept. */
+export interface ListedRun {
+  id: number;
+  completedMs: number;
+  record: TestResultRecord;
+  dataBits: number;
+}
+
+export interface RunSummary {
+  id: number;
+  status: RunStatus;
+  completedMs: number;
+  testsPassed: boolean | null;
+  strictlyFailing: boolean;
+  looselyFailing: boolean;
+  error: string | null;
+}
+
+const LIST_COLUMNS = `id, status, started_ms, completed_ms, source, streams, bits_per_stream, tests_passed,
+  nist_all_passed, nist_fails, nist_passes, nist_success_rate, uniformity_all_passed, uniformity_fails,
+  uniformity_passes, uniformity_success_rate, strictly_failing, loosely_failing, repetition_flagged, error, data_bits`;
+
+export class QualityStore {
+  private constructor(readonly db: Db) {}
+
+  /** Applies the 'quality' migrations and returns the store. */
+  static async open(db: Db): Promise<QualityStore> {
+    await db.migrate('quality', QUALITY_MIGRATIONS);
+    return new QualityStore(db);
+  }
+
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw err instanceof StorageUnavailableError ? err : new StorageUnavailableError(err);
+    }
+  }
+
+  /** Stores a run and its kept bits in one transaction: a crash leaves all of it or none. */
+  async insertRun(run: NewRun): Promise<number> {
+    return this.guard(() =>
+      this.db.transaction(async (tx) => {
+        const r = run.record;
+        const [row] = await tx.query<{ id: number }>(
+          `INSERT INTO quality_runs (status, started_ms, completed_ms, source, streams, bits_per_stream,
+             tests_passed, nist_all_passed, nist_fails, nist_passes, nist_success_rate,
+             uniformity_all_passed, uniformity_fails, uniformity_passes, uniformity_success_rate,
+             strictly_failing, loosely_failing, repetition_flagged, error, report, data_bits, data_expires_ms)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+           RETURNING id`,
+          [
+            run.status, run.startedMs, run.completedMs, run.source, run.streams, run.bitsPerStream,
+            r?.tests_passed ?? false, r?.nist_all_passed ?? false, r?.nist_fails ?? 0, r?.nist_passes ?? 0,
+            r?.nist_success_rate ?? null, r?.uniformity_all_passed ?? false, r?.uniformity_fails ?? 0,
+            r?.uniformity_passes ?? 0, r?.uniformity_success_rate ?? null,
+            run.strictlyFailing ?? false, run.looselyFailing ?? false, run.repetitionFlagged ?? false,
+            run.error ?? null, JSON.stringify(run.report), run.data?.bits ?? 0, run.data?.expiresMs ?? null,
+          ],
+        );
+        const id = Number(row!.id);
+        if (run.data && run.data.bits > 0) {
+          const bytes = Math.ceil(run.data.bits / 8);
+          await tx.execute('INSERT INTO quality_run_data (run_id, data) VALUES ($1, $2)', [
+            id,
+            Buffer.from(run.data.bytes.buffer, run.data.bytes.byteOffset, bytes),
+          ]);
+        }
+        return id;
+      }),
+    );
+  }
+
+  /** Completed runs, newest first; `filter` picks failing ones. Error runs are never listed here. */
+  async listRecords(num: number, filter: 'all' | 'loose' | 'strict'): Promise<ListedRun[]> {
+    const where =
+      filter === 'all' ? '' : filter === 'loose' ? ' AND loosely_failing = 1' : ' AND strictly_failing = 1';
+    const rows = await this.guard(() =>
+      this.db.query<StoredRunRow>(
+        `SELECT ${LIST_COLUMNS} FROM quality_runs WHERE status = 'completed'${where}
+         ORDER BY completed_ms DESC, id DESC LIMIT $1`,
+        [num],
+      ),
+    );
+    return rows.map((row) => ({
+      id: Number(row.id),
+      completedMs: Number(row.completed_ms),
+      record: buildRecordFromRow(row),
+      dataBits: Number(row.data_bits),
+    }));
+  }
+
+  /** Newest runs of any status (errors too), for operators. */
+  async listRuns(num: number): Promise<RunSummary[]> {
+    const rows = await this.guard(() =>
+      this.db.query<StoredRunRow>(`SELECT ${LIST_COLUMNS} FROM quality_runs ORDER BY completed_ms DESC, id DESC LIMIT $1`, [num]),
+    );
+    return rows.map((row) => ({
+      id: Number(row.id),
+      status: row.status,
+      completedMs: Number(row.completed_ms),
+      testsPassed: row.status === 'completed' ? Boolean(row.tests_passed) : null,
+      strictlyFailing: Boolean(row.strictly_failing),
+      looselyFailing: Boolean(row.loosely_failing),
+      error: row.error,
+    }));
+  }
+
+  /** The stored full report of a run (parsed), or undefined. */
+  async getReport(id: number): Promise<Record<string, unknown> | undefined> {
+    const rows = await this.guard(() => this.db.query<{ report: string }>('SELECT report FROM quality_runs WHERE id = $1', [id]));
+    const text = rows[0]?.report;
+    return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
+  }
+
+  /** Id of the newest run (any status), or undefined. */
+  async latestRunId(): Promise<number | undefined> {
+    const rows = await this.guard(() =>
+      this.db.query<{ id: number }>('SELECT id FROM quality_runs ORDER BY completed_ms DESC, id DESC LIMIT 1'),
+    );
+    return rows[0] ? Number(rows[0].id) : undefined;
+  }
+
+  /**
+   * `length` bytes of a run's kept bits from byte `offset` (fewer at the end; empty when
+   * none are kept or the run was pruned meanwhile).
+   */
+  async readData(id: number, offset: number, length: number): Promise<Buffer> {
+    const rows = await this.guard(() =>
+      this.db.query<{ piece: Buffer | null }>('SELECT substr(data, $2, $3) AS piece FROM quality_run_data WHERE run_id = $1', [
+        id,
+        offset + 1,
+        length,
+      ]),
+    );
+    const piece = rows[0]?.piece;
+    return piece ? Buffer.from(piece) : Buffer.alloc(0);
+  }
+
+  /**
+   * Deletes runs completed before `recordsBefore` with their bits, and the kept bits of
+   * passing runs whose keep time ended before `now`. Returns what was removed.
+   */
+  async prune(recordsBefore: number, now: number): Promise<{ runs: number; data: number }> {
+    return this.guard(() =>
+      this.db.transaction(async (tx: Queryable) => {
+        let data = await tx.execute(
+          'DELETE FROM quality_run_data WHERE run_id IN (SELECT id FROM quality_runs WHERE completed_ms < $1)',
+          [recordsBefore],
+        );
+        const runs = await tx.execute('DELETE FROM quality_runs WHERE completed_ms < $1', [recordsBefore]);
+        data += await tx.execute(
+          `DELETE FROM quality_run_data WHERE run_id IN
+             (SELECT id FROM quality_runs WHERE data_expires_ms IS NOT NULL AND data_expires_ms < $1)`,
+          [now],
+        );
+        await tx.execute(
+          'UPDATE quality_runs SET data_bits = 0, data_expires_ms = NULL WHERE data_expires_ms IS NOT NULL AND data_expires_ms < $1',
+          [now],
+        );
+        return { runs, data };
+      }),
+    );
+  }
+}

@@ -1,0 +1,165 @@
+// The `quality` role of `qentropy daemon`: NIST STS every 10 minutes on bits from the pool's
+// quality tap (or a remote entropy API), records in the shared storage, and the quality
+// APIs on the role's own listener (docs/quality.md).
+import fs from 'node:fs/promises';
+import { isIP } from 'node:net';
+
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+
+import type { QualityConfig } from '../config/index.js';
+import type { EntropyPool } from '../pool/index.js';
+import { buildQualityApp, type QualityTlsSettings } from '../quality/api.js';
+import { QualityService } from '../quality/service.js';
+import { EntropyApiSource, OwnPoolSource, PoolTapSource, type QualityBitSource } from '../quality/sources.js';
+import { QualityStore } from '../quality/store.js';
+import { createSource, parseSourceSpec, type BlockTester } from '../sources/index.js';
+import { openDatabase, type Db } from '../storage/db.js';
+import type { Role, RoleContext } from './types.js';
+
+export interface QualityRoleConfig extends QualityConfig {
+  /** sqlite:PATH or postgres://... (the daemon's storage.url). */
+  storageUrl: string;
+  /** The entropy role's source spec, used for a pool of our own when `localSource` is unset. */
+  entropySource?: string;
+}
+
+export interface QualityRoleDeps {
+  /** The entropy role's pool when it runs in the same daemon (its quality tap is used). */
+  pool?: () => EntropyPool | undefined;
+  /** SP 800-90B tester for raw local sources (hwrng, device, rdseed). */
+  createTester?: (minEntropyPerByte: number) => BlockTester;
+  /** Replaces the configured source (tests, benchmarks). */
+  source?: QualityBitSource;
+  now?: () => number;
+}
+
+export class QualityRole implements Role {
+  readonly name = 'quality';
+  private readonly logger: Logger;
+  private db: Db | undefined;
+  private source: QualityBitSource | undefined;
+  private app: FastifyInstance | undefined;
+  service: QualityService | undefined;
+  address: { host: string; port: number; url: string } | undefined;
+
+  constructor(
+    private readonly config: QualityRoleConfig,
+    context: RoleContext,
+    private readonly deps: QualityRoleDeps = {},
+  ) {
+    this.logger = context.logger.child({ role: 'quality' });
+  }
+
+  async start(): Promise<void> {
+    const { config } = this;
+    const tls = await this.loadTls();
+    this.source = this.deps.source ?? (await this.createBitSource());
+    this.db = await openDatabase({ url: config.storageUrl });
+    try {
+      const store = await QualityStore.open(this.db);
+      this.service = new QualityService({
+        store,
+        source: this.source,
+        streams: config.streams,
+        bitsPerStream: config.bitsPerStream,
+        threads: config.threads,
+        drawTimeoutMs: config.drawTimeoutSeconds * 1000,
+        passingDataRetentionMs: config.passingDataRetentionDays * 86_400_000,
+        intervalMs: config.intervalSeconds * 1000,
+        firstDelayMs: config.firstRunDelaySeconds * 1000,
+        retentionMs: config.retentionDays * 86_400_000,
+        pruneIntervalMs: config.pruneIntervalSeconds * 1000,
+        logger: this.logger,
+        ...(this.deps.now ? { now: this.deps.now } : {}),
+      });
+      this.app = await buildQualityApp({
+        store,
+        ...(tls ? { tls } : {}),
+        logger: { level: this.logger.level, base: { role: 'quality' } },
+        logRequests: config.logRequests,
+      });
+      await this.app.listen({ host: config.listen.host, port: config.listen.port });
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    const bound = this.app.server.address();
+    const port = typeof bound === 'object' && bound ? bound.port : config.listen.port;
+    const host = isIP(config.listen.host) === 6 ? `[${config.listen.host}]` : config.listen.host;
+    this.address = { host: config.listen.host, port, url: `${tls ? 'https' : 'http'}://${host}:${port}` };
+    this.service.start();
+    this.logger.info(
+      {
+        url: this.address.url,
+        source: this.source.name,
+        streams: config.streams,
+        bitsPerStream: config.bitsPerStream,
+        intervalSeconds: config.intervalSeconds,
+      },
+      'quality service listening',
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.app?.close();
+    await this.service?.stop();
+    if (!this.deps.source) await this.source?.close();
+    await this.db?.close();
+    this.app = undefined;
+    this.service = undefined;
+    this.db = undefined;
+  }
+
+  async reload(): Promise<void> {
+    const tls = await this.loadTls();
+    const server = this.app?.server as unknown as { setSecureContext?: (o: object) => void } | undefined;
+    if (tls && server?.setSecureContext) {
+      server.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' });
+      this.logger.info('TLS certificate and key reloaded');
+    }
+  }
+
+  private async createBitSource(): Promise<QualityBitSource> {
+    const { config } = this;
+    if (config.source === 'entropy-api') {
+      const api = config.entropyApi;
+      if (!api) throw new Error('quality.entropyApi: url and tokenFile are required when quality.source is "entropy-api"');
+      let token = api.token;
+      if (api.tokenFile) token = (await fs.readFile(api.tokenFile, 'utf8')).trim();
+      if (!token) throw new Error('quality.entropyApi: token or tokenFile is required');
+      const ca = api.caFile ? await fs.readFile(api.caFile) : undefined;
+      return new EntropyApiSource({
+        url: api.url,
+        token,
+        blocksPerRequest: api.blocksPerRequest,
+        ...(ca ? { ca } : {}),
+        onRetry: ({ error, delayMs }) => this.logger.warn({ err: error.message, delayMs }, 'entropy API request failed; retrying'),
+      });
+    }
+    if (this.deps.pool && !config.localSource) return new PoolTapSource(this.deps.pool);
+    const specText = config.localSource ?? config.entropySource ?? 'hwrng';
+    const spec = parseSourceSpec(specText);
+    if (spec.kind === 'upstream') {
+      throw new Error('quality.source "pool" without an entropy role here needs quality.localSource (hwrng, device:PATH, rdseed or getrandom)');
+    }
+    const createTester = this.deps.createTester;
+    const source = createSource(spec, createTester ? { createTester: () => createTester(7.5) } : {});
+    if (source.development) this.logger.warn({ source: source.name }, 'DEVELOPMENT SOURCE: quality runs test the OS CSPRNG, not a quantum source');
+    return new OwnPoolSource(source, { logger: this.logger });
+  }
+
+  private async loadTls(): Promise<QualityTlsSettings | undefined> {
+    const { tls, plainHttp } = this.config;
+    if (!tls) {
+      if (plainHttp) return undefined;
+      throw new Error('quality.tls: certFile and keyFile are required (or set quality.plainHttp to serve plain HTTP)');
+    }
+    const read = (file: string, key: string) =>
+      fs.readFile(file).catch((err: Error) => {
+        throw new Error(`quality.tls.${key}: cannot read ${file}: ${err.message}`);
+      });
+    const [cert, key] = await Promise.all([read(tls.certFile, 'certFile'), read(tls.keyFile, 'keyFile')]);
+    return { cert, key, minVersion: tls.minVersion };
+  }
+}
