@@ -47,7 +47,12 @@ function list(node: ConfigNode): ConfigNode[] {
     node.fail('expected an array');
     return [];
   }
-  return node.value.map((_, i) => node.child(String(i)));
+  // ConfigNode walks objects only; view the array as an object keyed by index so each item
+  // reports problems as `feeder.sources.0.url` into the same problem list.
+  const asObject: ConfigNode = Object.assign(Object.create(Object.getPrototypeOf(node) as object) as ConfigNode, node, {
+    value: Object.fromEntries(node.value.map((v, i) => [String(i), v])),
+  });
+  return node.value.map((_, i) => asObject.child(String(i)));
 }
 
 function absolutePath(node: ConfigNode, required: boolean): string | undefined {

@@ -1,0 +1,88 @@
+// Makes a Feeder from the validated `feeder` config section: reads token, CA and PIN
+// files (the secrets never pass through the config object or a log line) and creates
+// the sinks. Errors name the config key and the file.
+import fs from 'node:fs/promises';
+
+import type { Logger } from 'pino';
+
+import type { FeederConfig } from '../config/sections/feeder.js';
+import type { FeedBuffer } from './buffer.js';
+import { Feeder } from './feeder.js';
+import { FileSink } from './sinks/file.js';
+import { KernelSink } from './sinks/kernel.js';
+import { Pkcs11FeedSink } from './sinks/pkcs11.js';
+import type { Sink } from './sinks/types.js';
+import type { FeederSourceOptions } from './source.js';
+
+async function readSecret(file: string, key: string): Promise<string> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${key}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const value = text.trim();
+  if (!value) throw new Error(`${key}: ${file} is empty`);
+  return value;
+}
+
+export interface BuildFeederOptions {
+  logger: Logger;
+  buffer: FeedBuffer;
+  /** Client retry tuning (tests shorten the backoff). */
+  retry?: FeederSourceOptions['retry'];
+  reopenAfterMs?: number;
+  processMetrics?: boolean;
+}
+
+export async function buildFeeder(config: FeederConfig, options: BuildFeederOptions): Promise<Feeder> {
+  const sources: FeederSourceOptions[] = [];
+  for (const [i, src] of config.sources.entries()) {
+    const token = src.tokenFile ? await readSecret(src.tokenFile, `feeder.sources.${i}.tokenFile`) : src.token!;
+    const ca = src.caFile
+      ? await fs.readFile(src.caFile).catch((err: NodeJS.ErrnoException) => {
+          throw new Error(`feeder.sources.${i}.caFile: cannot read ${src.caFile}: ${err.code ?? err.message}`);
+        })
+      : undefined;
+    sources.push({
+      url: src.url,
+      token,
+      ...(ca ? { ca } : {}),
+      blocksPerRequest: src.blocksPerRequest,
+      minEntropyPerByte: config.health.minEntropyPerByte,
+      fips140: config.health.fips140,
+      failureLimit: config.health.failureLimit,
+      retryAfterMs: config.health.retryAfterMs,
+      ...(options.retry ? { retry: options.retry } : {}),
+    });
+  }
+  const sinks: Sink[] = [];
+  if (config.kernel.enabled) {
+    sinks.push(
+      new KernelSink({
+        device: config.kernel.device,
+        creditBitsPerByte: config.kernel.creditBitsPerByte,
+        bytes: config.kernel.bytes,
+        intervalMs: config.kernel.intervalMs,
+      }),
+    );
+  }
+  for (const [i, p] of config.pkcs11.entries()) {
+    const pin = p.pinFile ? await readSecret(p.pinFile, `feeder.pkcs11.${i}.pinFile`) : undefined;
+    sinks.push(
+      new Pkcs11FeedSink(
+        { module: p.module, tokenLabel: p.tokenLabel, ...(pin ? { pin } : {}), bytes: p.bytes, intervalMs: p.intervalMs, mixOsRandom: p.mixOsRandom },
+        (message, fields) => options.logger.warn(fields, message),
+      ),
+    );
+  }
+  for (const f of config.files) sinks.push(new FileSink({ path: f.path, bytes: f.bytes, intervalMs: f.intervalMs }));
+  return new Feeder({
+    sources,
+    sinks,
+    buffer: options.buffer,
+    logger: options.logger,
+    ...(options.reopenAfterMs !== undefined ? { reopenAfterMs: options.reopenAfterMs } : {}),
+    ...(options.processMetrics !== undefined ? { processMetrics: options.processMetrics } : {}),
+  });
+}

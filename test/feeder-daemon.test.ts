@@ -1,0 +1,222 @@
+// `qentropy daemon` with the feeder role as its own process, as systemd runs it: the CLI is
+// bundled from src/ (esbuild, a second) into a directory laid out like the package. A
+// REAL local entropy server feeds it. Checked: readiness and watchdog over a fake
+// $NOTIFY_SOCKET, SIGHUP reload, SIGTERM mid-feed leaves no partial write and exits
+// within 5 s, `qentropy feeder status`, precise config errors, and as nobody the kernel
+// sink reports EPERM clearly while the file sink goes on.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { FeederStatus } from '../src/feeder/index.js';
+import { Upstream, waitFor } from './feeder-harness.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const isRoot = process.getuid?.() === 0;
+const havePython = spawnSync('sh', ['-c', 'command -v python3']).status === 0;
+const haveSetpriv = spawnSync('sh', ['-c', 'command -v setpriv']).status === 0;
+let dir: string;
+let cli: string;
+let upstream: Upstream;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-feeder-daemon-'));
+  fs.chmodSync(dir, 0o755);
+  fs.writeFileSync(path.join(dir, 'entry.ts'), `import { main } from ${JSON.stringify(path.join(repoRoot, 'src', 'cli', 'main.ts'))};\nprocess.exitCode = await main(process.argv.slice(2));\n`);
+  const esbuild = path.join(repoRoot, 'node_modules', '.bin', 'esbuild');
+  const r = spawnSync(esbuild, [path.join(dir, 'entry.ts'), '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${path.join(dir, 'qentropy.js')}`, '--log-level=error'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`esbuild failed: ${r.stderr}`);
+  cli = path.join(dir, 'qentropy.js');
+  fs.copyFileSync(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
+  fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'));
+  for (const native of ['build', 'prebuilds']) {
+    if (fs.existsSync(path.join(repoRoot, native))) fs.symlinkSync(path.join(repoRoot, native), path.join(dir, native));
+  }
+  upstream = await Upstream.create(8 * 1024 * 1024);
+  await upstream.start();
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await upstream?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+interface Daemon {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; at: number }>;
+}
+
+function startDaemon(args: string[], options: { env?: Record<string, string>; asNobody?: boolean } = {}): Daemon {
+  const argv = [process.execPath, cli, ...args];
+  const command = options.asNobody ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...argv] : argv;
+  const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, ...options.env }, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.on('exit', (code) => resolve({ code, at: Date.now() })));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+async function writeConfig(name: string, feeder: Record<string, unknown>, owner?: number): Promise<{ config: string; statusFile: string }> {
+  const sub = path.join(dir, name);
+  fs.mkdirSync(sub, { recursive: true, mode: 0o755 });
+  const tokenFile = path.join(sub, 'token');
+  fs.writeFileSync(tokenFile, `${await upstream.token()}\n`, { mode: 0o600 });
+  const caFile = path.join(sub, 'ca.pem');
+  fs.writeFileSync(caFile, upstream.caPem, { mode: 0o644 });
+  const statusFile = path.join(sub, 'feeder-status.json');
+  const config = path.join(sub, 'qentropy.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      stateDir: sub,
+      feeder: {
+        enabled: true,
+        sources: [{ url: upstream.url, tokenFile, caFile, blocksPerRequest: 256 }],
+        status: { file: statusFile, intervalMs: 200, listen: { host: '127.0.0.1', port: 0 } },
+        ...feeder,
+      },
+    }),
+  );
+  if (owner !== undefined) for (const f of [sub, tokenFile, caFile, config]) fs.chownSync(f, owner, owner);
+  return { config, statusFile };
+}
+
+function readStatus(file: string): FeederStatus | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as FeederStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A unix datagram socket standing in for systemd's $NOTIFY_SOCKET (Node cannot bind one). */
+function fakeNotifySocket(socketPath: string): { messages: () => string[]; ready: Promise<void>; stop: () => void } {
+  const py = spawn('python3', ['-c', `
+import socket, sys, json
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("bound", flush=True)
+while True:
+    print(json.dumps(s.recv(4096).decode()), flush=True)
+`, socketPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(py);
+  let out = '';
+  const ready = new Promise<void>((resolve) =>
+    py.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.startsWith('bound')) resolve();
+    }),
+  );
+  return {
+    ready,
+    messages: () => out.split('\n').slice(1).filter(Boolean).map((l) => JSON.parse(l) as string),
+    stop: () => py.kill('SIGTERM'),
+  };
+}
+
+function fillUpstream(bytes: number): void {
+  upstream.pool.clear();
+  upstream.pool.put(crypto.randomBytes(bytes));
+}
+
+describe('qentropy daemon with the feeder role (separate process)', () => {
+  it('rejects a bad feeder config at start, naming each key', async () => {
+    const config = path.join(dir, 'bad.json');
+    fs.writeFileSync(config, JSON.stringify({ feeder: { enabled: true, kernel: { creditBitsPerByte: 9 }, pkcs11: [{ tokenLabel: 'x', pin: '1234' }] } }));
+    const d = startDaemon(['daemon', '--config', config]);
+    const { code } = await d.exited;
+    expect(code).toBe(2);
+    const err = d.stderr();
+    expect(err).toMatch(/feeder\.sources: needs at least one entropy API/);
+    expect(err).toMatch(/feeder\.kernel\.creditBitsPerByte: expected an integer 0\.\.8, got 9/);
+    expect(err).toMatch(/feeder\.pkcs11\.0\.module: is required/);
+    expect(err).toMatch(/feeder\.pkcs11\.0\.pin: put the PIN in a file/);
+    expect(err).not.toContain('1234');
+    expect(err.trim().split('\n')).toHaveLength(1);
+  });
+
+  it.skipIf(!havePython)('notifies readiness and the watchdog, reloads on SIGHUP, and SIGTERM mid-feed leaves no partial write', async () => {
+    fillUpstream(8 * 1024 * 1024);
+    const fileA = path.join(dir, 'main', 'a.bin');
+    const fileB = path.join(dir, 'main', 'b.bin');
+    const sink = { bytes: 65536, intervalMs: 0 };
+    const { config, statusFile } = await writeConfig('main', { kernel: { enabled: false }, buffer: { capacityBytes: 1024 * 1024 }, files: [{ path: fileA, ...sink }] });
+    const notify = fakeNotifySocket(path.join(dir, 'notify.sock'));
+    await notify.ready;
+    const d = startDaemon(['daemon', '--config', config], { env: { NOTIFY_SOCKET: path.join(dir, 'notify.sock'), WATCHDOG_USEC: '300000' } });
+    await waitFor(() => notify.messages().some((m) => m.startsWith('READY=1')), 15_000, 'READY=1');
+    await waitFor(() => notify.messages().includes('WATCHDOG=1'), 5_000, 'WATCHDOG=1');
+    await waitFor(() => fs.existsSync(fileA) && fs.statSync(fileA).size >= 256 * 1024, 15_000, 'the first file to fill');
+
+    // SIGHUP: the file sink moves to b.bin; the buffer and the process stay.
+    const text = JSON.parse(fs.readFileSync(config, 'utf8'));
+    text.feeder.files = [{ path: fileB, ...sink }];
+    fs.writeFileSync(config, JSON.stringify(text));
+    d.child.kill('SIGHUP');
+    await waitFor(() => fs.existsSync(fileB) && fs.statSync(fileB).size >= 256 * 1024, 15_000, 'the reloaded sink');
+    const sizeA = fs.statSync(fileA).size;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fs.statSync(fileA).size).toBe(sizeA);
+
+    // `qentropy feeder status` on the live daemon.
+    const status = spawnSync(process.execPath, [cli, 'feeder', 'status', '--config', config], { encoding: 'utf8', env: process.env });
+    expect(status.stdout).toMatch(/^feeder: running \(pid \d+/);
+    expect(status.stdout).toContain(`sink file:${fileB}: `);
+    expect(status.stdout).toMatch(/buffer: \d+ of 1048576 bytes, locked in memory|buffer: \d+ of 1048576 bytes, not locked/);
+    expect(status.status === 0 || status.status === 3).toBe(true);
+
+    // SIGTERM while 64 KiB writes run back to back.
+    const sentAt = Date.now();
+    d.child.kill('SIGTERM');
+    const { code, at } = await d.exited;
+    expect(code).toBe(0);
+    expect(at - sentAt).toBeLessThan(5_000);
+    const final = readStatus(statusFile)!;
+    expect(final.running).toBe(false);
+    const fed = final.sinks.find((s) => s.name === `file:${fileB}`)!;
+    // Every byte in the file was a whole, counted feed: nothing half-written.
+    expect(fs.statSync(fileB).size).toBe(fed.bytesFed);
+    expect(fed.bytesFed % 1024).toBe(0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(notify.messages()).toContain('STOPPING=1');
+    notify.stop();
+  });
+
+  it.skipIf(!isRoot || !haveSetpriv)('as nobody: the kernel sink reports EPERM clearly and the file sink keeps being fed', async () => {
+    fillUpstream(1024 * 1024);
+    const out = path.join(dir, 'nobody', 'out.bin');
+    const { config, statusFile } = await writeConfig(
+      'nobody',
+      { kernel: { enabled: true, intervalMs: 100, bytes: 64 }, files: [{ path: out, bytes: 1024, intervalMs: 50 }], buffer: { capacityBytes: 64 * 1024 } },
+      65534,
+    );
+    const d = startDaemon(['daemon', '--config', config], { asNobody: true });
+    await waitFor(() => {
+      const s = readStatus(statusFile);
+      return Boolean(s && s.sinks[0]?.state === 'disabled' && (s.sinks[1]?.feeds ?? 0) >= 5);
+    }, 15_000, 'EPERM on the kernel sink and feeds to the file');
+    d.child.kill('SIGTERM');
+    const { code } = await d.exited;
+    expect(code).toBe(0);
+    const s = readStatus(statusFile)!;
+    expect(s.sinks[0]).toMatchObject({ name: 'kernel', state: 'disabled', lastErrorCode: 'EPERM', bytesFed: 0 });
+    expect(s.sinks[0]!.lastError).toMatch(/CAP_SYS_ADMIN/);
+    expect(s.sinks[1]!.bytesFed).toBe(fs.statSync(out).size);
+    expect(s.sinks[1]!.bytesFed).toBeGreaterThanOrEqual(5 * 1024);
+    const logged = d.stdout().split('\n').filter((l) => l.includes('"sink":"kernel"') && l.includes('EPERM'));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(/sink disabled until the config is reloaded/);
+  });
+});

@@ -1,0 +1,64 @@
+// The shipped systemd units: `systemd-analyze verify` passes with nothing on stderr, and
+// the security exposure `systemd-analyze security --offline=yes` reports is recorded and
+// kept at or below 2.5 (Debian's own rngd.service scores 9.6). ExecStart is pointed at
+// this machine's node in a copy, because verify checks that the binary exists.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const haveAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
+const UNITS = ['qentropy.service', 'qentropy-feeder.service'];
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-units-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function copyForVerify(unit: string): string {
+  const text = fs.readFileSync(path.join(repoRoot, 'systemd', unit), 'utf8');
+  expect(text).toMatch(/^ExecStart=\/usr\/local\/bin\/qentropy daemon --config \/etc\/qentropy\/qentropy\.json$/m);
+  const file = path.join(dir, unit);
+  fs.writeFileSync(file, text.replace(/^ExecStart=.*$/m, `ExecStart=${process.execPath} /usr/local/bin/qentropy daemon --config /etc/qentropy/qentropy.json`));
+  return file;
+}
+
+function exposure(file: string): number {
+  const r = spawnSync('systemd-analyze', ['security', '--offline=yes', file], { encoding: 'utf8', cwd: dir });
+  const m = /Overall exposure level for \S+: ([0-9.]+)/.exec(r.stdout + r.stderr);
+  if (!m) throw new Error(`no exposure in output: ${r.stdout}${r.stderr}`);
+  return Number(m[1]);
+}
+
+describe.skipIf(!haveAnalyze)('systemd units', () => {
+  for (const unit of UNITS) {
+    it(`${unit}: systemd-analyze verify is clean and exposure is at most 2.5`, () => {
+      const file = copyForVerify(unit);
+      const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8', cwd: dir });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const score = exposure(file);
+      const rngd = fs.existsSync('/lib/systemd/system/rngd.service') ? exposure('/lib/systemd/system/rngd.service') : undefined;
+      console.log(`systemd-analyze security: ${unit} ${score}${rngd !== undefined ? `, Debian rngd.service ${rngd}` : ''}`);
+      expect(score).toBeLessThanOrEqual(2.5);
+    });
+  }
+
+  it('keeps CAP_SYS_ADMIN only in the feeder unit, and never sets PrivateUsers= or MemoryDenyWriteExecute=', () => {
+    const feeder = fs.readFileSync(path.join(repoRoot, 'systemd', 'qentropy-feeder.service'), 'utf8');
+    const service = fs.readFileSync(path.join(repoRoot, 'systemd', 'qentropy.service'), 'utf8');
+    expect(feeder).toMatch(/^CapabilityBoundingSet=CAP_SYS_ADMIN$/m);
+    expect(service).toMatch(/^CapabilityBoundingSet=$/m);
+    for (const text of [feeder, service]) {
+      expect(text).not.toMatch(/^PrivateUsers=/m);
+      expect(text).not.toMatch(/^MemoryDenyWriteExecute=/m);
+      expect(text).toMatch(/^Type=notify$/m);
+      expect(text).toMatch(/^WatchdogSec=/m);
+      expect(text).toMatch(/^DevicePolicy=closed$/m);
+      expect(text).toMatch(/^DeviceAllow=\/dev\/random rw$/m);
+      expect(text).toMatch(/^ProtectSystem=strict$/m);
+      expect(text).toMatch(/^PrivateTmp=yes$/m);
+    }
+  });
+});
