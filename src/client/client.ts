@@ -1,0 +1,265 @@
+// The entropy client: speaks the spec's GET /api/v1/quantum-entropy exactly, so it works
+// against our server and the provider's. Every block is validated by the native decoder
+// (strict base64, exactly 1,024 bytes each, `size` equal to the array length).
+import { Agent, request, type Dispatcher } from 'undici';
+
+import { decodeApplianceResponse, decodeEntropyResponse } from '../native/codec.js';
+import { classifyStatus, describeStatus, EntropyClientError, parseRetryAfter } from './errors.js';
+import { RetryPolicy, sleep, type RetryPolicyOptions } from './retry.js';
+
+export const BLOCK_SIZE = 1024;
+export const MAX_BLOCKS = 512;
+const ENDPOINT = '/api/v1/quantum-entropy';
+const APPLIANCE_ENDPOINT = '/api/v1/entropy';
+
+export interface EntropyClientOptions {
+  /** The service's base address (`https://host[:port]`) or the full endpoint URL. */
+  url: string;
+  token: string;
+  /** Per-request time limit (default 30 s). */
+  timeoutMs?: number;
+  /** PEM CA certificate(s) to trust instead of the system store (private deployments, tests). */
+  ca?: string | Buffer;
+  /** Keep-alive connections per origin (default 4). */
+  connections?: number;
+  retry?: RetryPolicyOptions;
+  /** Called before each wait, for logs. */
+  onRetry?: (info: { error: EntropyClientError; delayMs: number; attempt: number }) => void;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+/** Resolves the endpoint URL from a base address or a full endpoint URL. */
+export function entropyEndpoint(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new EntropyClientError(`invalid URL '${url}'`, 'fatal');
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    throw new EntropyClientError(`URL '${url}' must be https:// (or http:// for a local test server)`, 'fatal');
+  }
+  if (!parsed.pathname.endsWith(ENDPOINT)) {
+    parsed.pathname = parsed.pathname.replace(/\/+$/, '') + ENDPOINT;
+  }
+  parsed.search = '';
+  return parsed;
+}
+
+export class EntropyClient {
+  private readonly endpoint: URL;
+  private readonly dispatcher: Dispatcher;
+  private readonly timeoutMs: number;
+  readonly policy: RetryPolicy;
+
+  constructor(private readonly options: EntropyClientOptions) {
+    this.endpoint = entropyEndpoint(options.url);
+    if (!/^[\x21-\x7e]+$/.test(options.token)) {
+      throw new EntropyClientError('access token is empty or has characters a header cannot carry', 'fatal');
+    }
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.policy = new RetryPolicy(options.retry);
+    this.dispatcher = new Agent({
+      connections: options.connections ?? 4,
+      keepAliveTimeout: 10_000,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+      connect: {
+        ...(options.ca !== undefined ? { ca: options.ca } : {}),
+        minVersion: 'TLSv1.2',
+      },
+    });
+  }
+
+  /** One request, no retry: `size` blocks (1..512) as one Buffer, or an EntropyClientError. */
+  async fetchOnce(size: number, options: RequestOptions = {}): Promise<Buffer> {
+    if (!Number.isInteger(size) || size < 1 || size > MAX_BLOCKS) {
+      throw new EntropyClientError(`size must be an integer from 1 to ${MAX_BLOCKS}`, 'fatal');
+    }
+    const url = new URL(this.endpoint);
+    url.searchParams.set('size', String(size));
+    const body = await this.send(url, 'GET', size * BLOCK_SIZE, size, options);
+    let data: Buffer;
+    try {
+      data = decodeEntropyResponse(body);
+    } catch (err) {
+      throw new EntropyClientError(`invalid entropy response: ${(err as Error).message}`, 'transient', 200);
+    }
+    if (data.length !== size * BLOCK_SIZE) {
+      data.fill(0);
+      throw new EntropyClientError(
+        `invalid entropy response: asked for ${size} blocks, got ${data.length / BLOCK_SIZE}`,
+        'transient',
+        200,
+      );
+    }
+    return data;
+  }
+
+  /**
+   * One request to the appliance face (`POST /api/v1/entropy`), no retry: `blockCount`
+   * blocks of `blockSize` bytes, concatenated, every block checked by the native decoder.
+   */
+  async fetchApplianceOnce(blockSize: number, blockCount: number, options: RequestOptions = {}): Promise<Buffer> {
+    if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 1024) {
+      throw new EntropyClientError('block_size must be an integer from 1 to 1024', 'fatal');
+    }
+    if (!Number.isInteger(blockCount) || blockCount < 1 || blockCount > MAX_BLOCKS) {
+      throw new EntropyClientError(`block_count must be an integer from 1 to ${MAX_BLOCKS}`, 'fatal');
+    }
+    const url = new URL(this.endpoint);
+    url.pathname = url.pathname.slice(0, -ENDPOINT.length) + APPLIANCE_ENDPOINT;
+    const body = await this.send(url, 'POST', blockSize * blockCount, blockCount, options, JSON.stringify({ block_size: blockSize, block_count: blockCount }));
+    try {
+      return decodeApplianceResponse(body, { blockSize, blockCount }).data;
+    } catch (err) {
+      throw new EntropyClientError(`invalid entropy response: ${(err as Error).message}`, 'transient', 200);
+    }
+  }
+
+  /** `size` blocks, retrying per the policy; rejects with the error the policy gave up on. */
+  async fetch(size: number, options: RequestOptions = {}): Promise<Buffer> {
+    for (;;) {
+      try {
+        const data = await this.fetchOnce(size, options);
+        this.policy.succeeded();
+        return data;
+      } catch (err) {
+        const delay = this.policy.nextDelay(err);
+        if (delay === undefined) throw err;
+        this.options.onRetry?.({
+          error: err as EntropyClientError,
+          delayMs: delay,
+          attempt: this.policy.consecutiveFailures,
+        });
+        await sleep(delay, options.signal);
+      }
+    }
+  }
+
+  /** Sends one request; resolves to the 200 body or rejects with a classified error. */
+  private async send(
+    url: URL,
+    method: 'GET' | 'POST',
+    bytes: number,
+    blocks: number,
+    options: RequestOptions,
+    json?: string,
+  ): Promise<Buffer> {
+    const signals = [AbortSignal.timeout(this.timeoutMs)];
+    if (options.signal) signals.push(options.signal);
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(url, {
+        method,
+        dispatcher: this.dispatcher,
+        headers: {
+          accept: 'application/json',
+          authorization: `Bearer ${this.options.token}`,
+          ...(json !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(json !== undefined ? { body: json } : {}),
+        signal: AbortSignal.any(signals),
+      });
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      throw new EntropyClientError(`request to ${url.origin} failed: ${networkReason(err)}`, 'transient');
+    }
+    // Body cap: base64 of the bytes (4/3, and per-block quotes) plus JSON punctuation.
+    const limit = Math.ceil(bytes / 3) * 4 + 8 * blocks + 4096;
+    let body: Buffer;
+    try {
+      body = await readLimited(response.body, response.statusCode === 200 ? limit : 64 * 1024);
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      throw new EntropyClientError(`reading the response failed: ${networkReason(err)}`, 'transient', response.statusCode);
+    }
+    if (response.statusCode !== 200) throw statusError(response, body);
+    return body;
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+}
+
+function statusError(response: Dispatcher.ResponseData, body: Buffer): EntropyClientError {
+  let message: string | undefined;
+  let details: unknown[] | undefined;
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { message?: unknown; details?: unknown };
+    if (typeof parsed.message === 'string') message = parsed.message.slice(0, 300);
+    if (Array.isArray(parsed.details)) details = parsed.details;
+  } catch {
+    // not our error shape: the status alone says enough
+  }
+  const status = response.statusCode;
+  return new EntropyClientError(
+    describeStatus(status, message),
+    classifyStatus(status),
+    status,
+    parseRetryAfter(response.headers['retry-after']),
+    details,
+  );
+}
+
+async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) {
+      body.destroy();
+      throw new Error(`response larger than ${limit} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+function networkReason(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as Error & { cause?: unknown }).cause;
+  const code = (err as Error & { code?: string }).code;
+  const base = err.name === 'TimeoutError' ? 'timed out' : err.message;
+  if (cause instanceof Error && cause.message && cause.message !== err.message) return `${base} (${cause.message})`;
+  return code && !base.includes(code) ? `${base} (${code})` : base;
+}
+
+/** One-shot helper: fetches `size` blocks (default 1) with the retry policy and closes. */
+export async function fetchEntropy(
+  options: EntropyClientOptions & { size?: number; signal?: AbortSignal },
+): Promise<Buffer> {
+  const client = new EntropyClient(options);
+  try {
+    return await client.fetch(options.size ?? 1, options.signal ? { signal: options.signal } : {});
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * An endless (or `totalBytes`-long) stream of entropy as Buffers, fetched `blocksPerRequest`
+ * blocks at a time with the retry policy. Stops when aborted or when the policy gives up.
+ */
+export async function* entropyStream(
+  options: EntropyClientOptions & { blocksPerRequest?: number; totalBytes?: number; signal?: AbortSignal },
+): AsyncGenerator<Buffer, void, undefined> {
+  const client = new EntropyClient(options);
+  const perRequest = options.blocksPerRequest ?? 64;
+  let remaining = options.totalBytes ?? Number.POSITIVE_INFINITY;
+  try {
+    while (remaining > 0) {
+      const blocks = Math.min(perRequest, Math.ceil(remaining / BLOCK_SIZE));
+      const data = await client.fetch(blocks, options.signal ? { signal: options.signal } : {});
+      const out = remaining < data.length ? data.subarray(0, remaining) : data;
+      remaining -= out.length;
+      yield out;
+    }
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,120 @@
+// The background filler: reads from the source while the pool has room, sleeps once the
+// pool is full, and wakes when a take leaves it below the low-water mark. Source errors
+// back off exponentially; a source taken out of service stops the filler for good.
+import type { EntropySource } from '../sources/types.js';
+import { SourceOutOfServiceError } from '../sources/types.js';
+import type { EntropyPool } from './pool.js';
+
+export interface FillerLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface FillerOptions {
+  /** Largest single read from the source (default 64 KiB). */
+  chunkSize?: number;
+  /** First retry delay after a read error (default 250 ms), doubled up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
+  logger?: FillerLogger;
+}
+
+const silent: FillerLogger = { info() {}, warn() {}, error() {} };
+
+export class PoolFiller {
+  private running = false;
+  private stopped: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private readonly abort = new AbortController();
+  private readonly chunkSize: number;
+  private readonly retryMs: number;
+  private readonly maxRetryMs: number;
+  private readonly logger: FillerLogger;
+  private unsubscribe: (() => void) | undefined;
+  /** Set when the source was taken out of service. */
+  outOfService: string | undefined;
+
+  constructor(
+    private readonly pool: EntropyPool,
+    private readonly source: EntropySource,
+    options: FillerOptions = {},
+  ) {
+    this.chunkSize = options.chunkSize ?? 64 * 1024;
+    this.retryMs = options.retryMs ?? 250;
+    this.maxRetryMs = options.maxRetryMs ?? 30_000;
+    this.logger = options.logger ?? silent;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unsubscribe = this.pool.onLowWater(() => this.wake?.());
+    this.stopped = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.abort.abort(new Error('filler stopped'));
+    this.wake?.();
+    this.unsubscribe?.();
+    await this.stopped;
+  }
+
+  private async loop(): Promise<void> {
+    let delay = this.retryMs;
+    while (this.running) {
+      if (this.pool.room === 0) {
+        await this.sleepUntilLow();
+        continue;
+      }
+      try {
+        const data = await this.source.read(Math.min(this.pool.room, this.chunkSize), this.abort.signal);
+        if (!this.running) {
+          data.fill(0);
+          break;
+        }
+        this.pool.put(data);
+        delay = this.retryMs;
+      } catch (err) {
+        if (!this.running) break;
+        if (err instanceof SourceOutOfServiceError) {
+          this.outOfService = err.message;
+          this.logger.error({ source: this.source.name, reason: err.message }, 'entropy source taken out of service');
+          this.running = false;
+          break;
+        }
+        const message = err instanceof Error ? err.message : String(err);
+        this.logger.warn({ source: this.source.name, err: message, retryInMs: delay }, 'entropy source read failed');
+        await this.sleep(delay);
+        delay = Math.min(delay * 2, this.maxRetryMs);
+      }
+    }
+  }
+
+  /** Sleeps until the level falls below the low-water mark (or stop()). */
+  private sleepUntilLow(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = () => {
+        if (!this.running || this.pool.level < this.pool.lowWater) {
+          this.wake = undefined;
+          resolve();
+        }
+      };
+      this.wake();
+    });
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        if (!this.running) done();
+      };
+    });
+  }
+}

@@ -1,0 +1,204 @@
+// The `entropy` role: source -> health gate -> pool (filled in the background) -> HTTPS API.
+import fs from 'node:fs/promises';
+import { isIP } from 'node:net';
+
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+
+import { AccountStore } from '../accounts/index.js';
+import { EntropyPool, PoolFiller } from '../pool/index.js';
+import { accountsFromStore } from '../server/account-store.js';
+import { buildEntropyApp, type TlsSettings } from '../server/app.js';
+import { createSource, parseSourceSpec, type BlockTester, type EntropySource } from '../sources/index.js';
+import { openDatabase, type Db } from '../storage/db.js';
+import type { Role, RoleContext } from './types.js';
+
+export interface EntropyRoleConfig {
+  listen: { host: string; port: number };
+  /** PEM files; required unless `plainHttp` is true. */
+  tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3' };
+  /** Serve plain HTTP (loopback, or behind a TLS-terminating proxy). */
+  plainHttp?: boolean;
+  /** hwrng | device:PATH | rdseed | upstream | getrandom */
+  source: string;
+  upstream?: { url: string; token?: string; tokenFile?: string; caFile?: string; blocksPerRequest?: number };
+  pool?: { capacityBytes?: number; lowWaterBytes?: number; chunkBytes?: number };
+  health?: { minEntropyPerByte?: number; failureLimit?: number };
+  /** sqlite:PATH or postgres://... */
+  storageUrl: string;
+  logRequests?: boolean;
+  rateLimit?: { requests?: number; windowMs?: number };
+}
+
+/** Makes the SP 800-90B tester for raw sources; supplied by the daemon (native health module). */
+export type TesterFactory = (minEntropyPerByte: number) => BlockTester;
+
+export interface EntropyRoleDeps {
+  createTester?: TesterFactory;
+  /** Clock for accounts (tests). */
+  now?: () => number;
+}
+
+export class EntropyRole implements Role {
+  readonly name = 'entropy';
+  private db: Db | undefined;
+  private source: EntropySource | undefined;
+  private filler: PoolFiller | undefined;
+  private app: FastifyInstance | undefined;
+  private readonly logger: Logger;
+  private readonly context: RoleContext;
+  pool: EntropyPool | undefined;
+  /** The address actually bound (port 0 in config picks a free port). */
+  address: { host: string; port: number; url: string } | undefined;
+
+  constructor(
+    private readonly config: EntropyRoleConfig,
+    context: RoleContext,
+    private readonly deps: EntropyRoleDeps = {},
+  ) {
+    this.logger = context.logger.child({ role: 'entropy' });
+    this.context = context;
+  }
+
+  async start(): Promise<void> {
+    const { config } = this;
+    const tls = await this.loadTls();
+    const loopback = isLoopback(config.listen.host);
+    if (!tls && !loopback) {
+      this.logger.warn({ host: config.listen.host }, 'serving plain HTTP on a non-loopback address: put a TLS proxy in front');
+    }
+    const spec = parseSourceSpec(config.source);
+    const minEntropy = config.health?.minEntropyPerByte ?? 7.5;
+    const upstream = config.upstream ? await this.upstreamOptions(config.upstream) : undefined;
+    this.source = createSource(spec, {
+      ...(this.deps.createTester ? { createTester: () => this.deps.createTester!(minEntropy) } : {}),
+      ...(config.health?.failureLimit !== undefined ? { failureLimit: config.health.failureLimit } : {}),
+      onHealthEvent: (event) => {
+        if (event.kind === 'ready') this.logger.info({ source: event.source }, 'source passed its start-up health tests');
+        else if (event.kind === 'out-of-service') this.logger.error({ source: event.source, reason: event.reason }, 'entropy source taken out of service');
+        else this.logger.warn({ source: event.source, tests: event.tests, detail: event.detail }, 'block failed a health test and was dropped');
+      },
+      ...(upstream ? { upstream } : {}),
+    });
+    if (this.source.development) {
+      this.logger.warn(
+        { source: this.source.name },
+        'DEVELOPMENT SOURCE: entropy comes from the OS CSPRNG (getrandom), not a quantum source; do not use in production',
+      );
+    }
+    const capacity = config.pool?.capacityBytes ?? 16 * 1024 * 1024;
+    this.pool = new EntropyPool({
+      capacity,
+      lowWater: config.pool?.lowWaterBytes ?? Math.floor(capacity / 2),
+    });
+    if (this.context.shared) this.context.shared.entropyPool = this.pool;
+    this.filler = new PoolFiller(this.pool, this.source, {
+      logger: this.logger,
+      ...(config.pool?.chunkBytes !== undefined ? { chunkSize: config.pool.chunkBytes } : {}),
+    });
+    this.db = await openDatabase({ url: config.storageUrl });
+    const store = await AccountStore.open(this.db, {
+      ...(this.deps.now ? { clock: this.deps.now } : {}),
+      ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
+    });
+    const source = this.source;
+    this.app = await buildEntropyApp({
+      pool: this.pool,
+      accounts: accountsFromStore(store),
+      sourceHealth: () => source.health(),
+      ...(tls ? { tls } : {}),
+      loggerInstance: this.logger,
+      logRequests: config.logRequests ?? true,
+      ...(this.deps.now ? { now: this.deps.now } : {}),
+      processMetrics: true,
+    });
+    this.filler.start();
+    await this.app.listen({
+      host: config.listen.host,
+      port: config.listen.port,
+      // Fastify cannot see that our server factory made an HTTPS server; say it right.
+      listenTextResolver: (address) => `entropy API bound to ${tls ? address.replace(/^http:/, 'https:') : address}`,
+    });
+    const bound = this.app.server.address();
+    const port = typeof bound === 'object' && bound ? bound.port : config.listen.port;
+    const hostForUrl = isIP(config.listen.host) === 6 ? `[${config.listen.host}]` : config.listen.host;
+    this.address = { host: config.listen.host, port, url: `${tls ? 'https' : 'http'}://${hostForUrl}:${port}` };
+    this.logger.info(
+      { url: this.address.url, source: source.name, tls: tls ? (tls.minVersion ?? 'TLSv1.3') : 'off', poolCapacity: capacity },
+      'entropy service listening',
+    );
+  }
+
+  async stop(): Promise<void> {
+    // Stop accepting, let in-flight requests finish, then stop filling and release.
+    const started = Date.now();
+    await this.app?.close();
+    // A device read cannot be cancelled once it is on the thread pool (a silent /dev/hwrng
+    // may block for long): give the filler and the source a moment, then move on.
+    await withDeadline(this.filler?.stop(), 1_000);
+    this.pool?.clear();
+    await withDeadline(this.source?.close(), 1_000);
+    await this.db?.close();
+    this.app = undefined;
+    this.db = undefined;
+    const shared = this.context.shared;
+    if (shared && shared.entropyPool === this.pool) delete shared.entropyPool;
+    this.logger.info({ ms: Date.now() - started }, 'entropy service stopped');
+  }
+
+  async reload(): Promise<void> {
+    // Certificates are read at start; a reload re-reads them for new connections.
+    const tls = await this.loadTls();
+    const server = this.app?.server as unknown as { setSecureContext?: (o: object) => void } | undefined;
+    if (tls && server?.setSecureContext) {
+      server.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' });
+      this.logger.info('TLS certificate and key reloaded');
+    }
+  }
+
+  private async loadTls(): Promise<TlsSettings | undefined> {
+    const { tls, plainHttp } = this.config;
+    if (!tls) {
+      if (plainHttp) return undefined;
+      throw new Error('entropy.tls: certFile and keyFile are required (or set entropy.plainHttp to serve plain HTTP)');
+    }
+    const [cert, key] = await Promise.all([
+      fs.readFile(tls.certFile).catch((err: Error) => {
+        throw new Error(`entropy.tls.certFile: cannot read ${tls.certFile}: ${err.message}`);
+      }),
+      fs.readFile(tls.keyFile).catch((err: Error) => {
+        throw new Error(`entropy.tls.keyFile: cannot read ${tls.keyFile}: ${err.message}`);
+      }),
+    ]);
+    return { cert, key, ...(tls.minVersion ? { minVersion: tls.minVersion } : {}) };
+  }
+
+  private async upstreamOptions(upstream: NonNullable<EntropyRoleConfig['upstream']>) {
+    let token = upstream.token;
+    if (upstream.tokenFile) token = (await fs.readFile(upstream.tokenFile, 'utf8')).trim();
+    if (!token) throw new Error('entropy.upstream: token or tokenFile is required');
+    const ca = upstream.caFile ? await fs.readFile(upstream.caFile) : undefined;
+    return {
+      url: upstream.url,
+      token,
+      ...(ca ? { ca } : {}),
+      ...(upstream.blocksPerRequest ? { blocksPerRequest: upstream.blocksPerRequest } : {}),
+    };
+  }
+}
+
+/** Waits for `work`, but no longer than `ms`. */
+async function withDeadline(work: Promise<void> | undefined, ms: number): Promise<void> {
+  if (!work) return;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([work.catch(() => undefined), deadline]);
+  clearTimeout(timer);
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}

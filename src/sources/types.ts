@@ -1,0 +1,74 @@
+// What every entropy source looks like to the pool filler.
+
+/** Health of a source as /healthz and /metrics report it. */
+export type SourceState =
+  /** Start-up health tests still running: nothing has reached the pool yet. */
+  | 'starting'
+  | 'ok'
+  /** Reads are failing (I/O errors, upstream errors); the filler is retrying. */
+  | 'degraded'
+  /** Taken out of service: its data kept failing the health tests, or it cannot work here. */
+  | 'failed';
+
+export interface SourceHealth {
+  name: string;
+  state: SourceState;
+  /** True for `getrandom`: the OS CSPRNG is for development, not a quantum source. */
+  development: boolean;
+  /** True when the data passes the SP 800-90B health tests before reaching the pool. */
+  healthTested: boolean;
+  /** Why the state is not `ok`, in one line. */
+  message?: string;
+  blocksPassed: number;
+  blocksFailed: number;
+  /** Health-test failure events (RCT and APT firings), by test name. */
+  testFailures: Record<string, number>;
+  readErrors: number;
+}
+
+export interface EntropySource {
+  readonly name: string;
+  readonly development: boolean;
+  /**
+   * Resolves to between 1 and n fresh bytes that the caller now owns. Rejects on an I/O
+   * error (the filler retries) or with SourceOutOfServiceError (the filler stops).
+   */
+  read(n: number, signal?: AbortSignal): Promise<Buffer>;
+  health(): SourceHealth;
+  close(): Promise<void>;
+}
+
+/** The source must not be used any more: the filler stops and health says why. */
+export class SourceOutOfServiceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SourceOutOfServiceError';
+  }
+}
+
+/** A base for sources that do not run health tests themselves. */
+export class BasicHealth {
+  state: SourceState = 'ok';
+  message: string | undefined;
+  blocksPassed = 0;
+  readErrors = 0;
+
+  constructor(
+    readonly name: string,
+    readonly development: boolean,
+  ) {}
+
+  snapshot(): SourceHealth {
+    return {
+      name: this.name,
+      state: this.state,
+      development: this.development,
+      healthTested: false,
+      ...(this.message !== undefined ? { message: this.message } : {}),
+      blocksPassed: this.blocksPassed,
+      blocksFailed: 0,
+      testFailures: {},
+      readErrors: this.readErrors,
+    };
+  }
+}

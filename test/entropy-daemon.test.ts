@@ -1,0 +1,159 @@
+// The entropy role as `qentropy daemon` runs it: config -> role -> HTTPS listener, with
+// signals: SIGHUP reloads, SIGTERM drains and stops within the deadline.
+import { execFileSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { AccountStore } from '../src/accounts/index.js';
+import { EntropyClient, fetchEntropy } from '../src/client/index.js';
+import { resolveConfig } from '../src/config/index.js';
+import { buildRoles, runRoles, type EntropyRole, type SharedServices } from '../src/roles/index.js';
+import { createNativeTester } from '../src/sources/native-tester.js';
+import { openDatabase } from '../src/storage/db.js';
+import { testTls, writePemFiles } from './entropy-harness.js';
+
+let dir: string;
+let tlsFiles: Record<string, string>;
+let caPem: string;
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-daemon-'));
+  const tls = await testTls();
+  caPem = tls.ca.certPem;
+  tlsFiles = writePemFiles({ 'cert.pem': tls.cert, 'key.pem': tls.key }).paths;
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** A logger that keeps its lines, to check what the daemon says. */
+function captureLogger(): { logger: pino.Logger; lines: () => Array<Record<string, unknown>> } {
+  const chunks: string[] = [];
+  const stream = { write: (s: string) => chunks.push(s) };
+  return {
+    logger: pino({ level: 'info' }, stream),
+    lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+async function tokenFor(storageUrl: string): Promise<string> {
+  const db = await openDatabase({ url: storageUrl });
+  const store = await AccountStore.open(db);
+  const account = (await store.getAccount('daemon')) ?? (await store.createAccount({ name: 'daemon' }));
+  const { token } = await store.createToken(account.id);
+  await db.close();
+  return token;
+}
+
+describe('entropy role under the daemon runner', () => {
+  it('serves over TLS from config, warns about a development source, reloads on SIGHUP, drains on SIGTERM', async () => {
+    const storageUrl = `sqlite:${path.join(dir, 'daemon.db')}`;
+    const config = resolveConfig({
+      storage: { url: storageUrl },
+      entropy: {
+        enabled: true,
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { certFile: tlsFiles['cert.pem'], keyFile: tlsFiles['key.pem'] },
+        source: 'getrandom',
+        pool: { capacityBytes: 1024 * 1024 },
+      },
+    });
+    const token = await tokenFor(storageUrl);
+    const { logger, lines } = captureLogger();
+    const shared: SharedServices = {};
+    const roles = buildRoles(config, { logger, stateDir: dir, shared }, { entropy: { createTester: createNativeTester } });
+    expect(roles.map((r) => r.name)).toEqual(['entropy']);
+    const signals = new EventEmitter();
+    const running = runRoles(roles, logger, { signals });
+    const role = roles[0] as EntropyRole;
+    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(role.address!.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    await role.pool!.waitForLevel(64 * 1024);
+    // Published for the quality role, which draws from the same pool.
+    expect(shared.entropyPool).toBe(role.pool);
+
+    const data = await fetchEntropy({ url: role.address!.url, token, ca: caPem, size: 8 });
+    expect(data).toHaveLength(8 * 1024);
+
+    signals.emit('SIGHUP');
+    await new Promise((r) => setTimeout(r, 50));
+    // A client holding a keep-alive connection open does not hold up the stop.
+    const client = new EntropyClient({ url: role.address!.url, token, ca: caPem });
+    expect(await client.fetch(2)).toHaveLength(2048);
+    const started = Date.now();
+    signals.emit('SIGTERM');
+    expect(await running).toBe(0);
+    expect(Date.now() - started).toBeLessThan(2000);
+    await client.close();
+    // Stopped means stopped: nothing listens any more.
+    await expect(fetchEntropy({ url: role.address!.url, token, ca: caPem, retry: { maxAttempts: 1 } })).rejects.toThrow(/ECONNREFUSED|failed/);
+
+    const log = lines();
+    expect(log.some((l) => l.level === 40 && String(l.msg).includes('DEVELOPMENT SOURCE'))).toBe(true);
+    expect(log.some((l) => String(l.msg) === 'entropy service listening')).toBe(true);
+    expect(log.some((l) => String(l.msg) === 'TLS certificate and key reloaded')).toBe(true);
+    // No token anywhere in the logs.
+    expect(JSON.stringify(log)).not.toContain(token);
+  });
+
+  it('refuses to start without TLS files unless plain HTTP is configured, and undoes a failed start', async () => {
+    const { logger } = captureLogger();
+    const storageUrl = `sqlite:${path.join(dir, 'nofiles.db')}`;
+    const config = resolveConfig({
+      storage: { url: storageUrl },
+      entropy: {
+        enabled: true,
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { certFile: path.join(dir, 'missing-cert.pem'), keyFile: path.join(dir, 'missing-key.pem') },
+        source: 'getrandom',
+      },
+    });
+    const roles = buildRoles(config, { logger, stateDir: dir });
+    await expect(runRoles(roles, logger, { signals: new EventEmitter() })).rejects.toThrow(/certFile: cannot read/);
+  });
+
+  it('serves plain HTTP on loopback when configured', async () => {
+    const storageUrl = `sqlite:${path.join(dir, 'plain.db')}`;
+    const config = resolveConfig({
+      storage: { url: storageUrl },
+      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 1024 * 1024 } },
+    });
+    const token = await tokenFor(storageUrl);
+    const { logger } = captureLogger();
+    const roles = buildRoles(config, { logger, stateDir: dir });
+    const signals = new EventEmitter();
+    const running = runRoles(roles, logger, { signals });
+    const role = roles[0] as EntropyRole;
+    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(role.address!.url).toMatch(/^http:\/\//);
+    await role.pool!.waitForLevel(1024);
+    expect(await fetchEntropy({ url: role.address!.url, token })).toHaveLength(1024);
+    signals.emit('SIGTERM');
+    expect(await running).toBe(0);
+  });
+
+  it('stops within the deadline even when the device never delivers (a FIFO with no writer)', async () => {
+    const fifo = path.join(dir, 'silent-device');
+    execFileSync('mkfifo', [fifo]);
+    const config = resolveConfig({
+      storage: { url: `sqlite:${path.join(dir, 'fifo.db')}` },
+      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: `device:${fifo}` },
+    });
+    const { logger } = captureLogger();
+    const roles = buildRoles(config, { logger, stateDir: dir }, { entropy: { createTester: createNativeTester } });
+    const signals = new EventEmitter();
+    const running = runRoles(roles, logger, { signals });
+    const role = roles[0] as EntropyRole;
+    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    const health = (await fetch(`${role.address!.url}/healthz`).then((r) => r.json())) as { source: { state: string } };
+    expect(health.source.state).toBe('starting');
+    const started = Date.now();
+    signals.emit('SIGTERM');
+    expect(await running).toBe(0);
+    expect(Date.now() - started).toBeLessThan(4000);
+    // Unblock the thread still waiting in open(): a writer appears and leaves at once.
+    fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY));
+  });
+});

@@ -1,0 +1,206 @@
+// Sources and the health gate: raw physical data goes through the native SP 800-90B tests
+// before the pool; a stuck or repeating source is taken out of service and never served.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { EntropyPool, PoolFiller } from '../src/pool/index.js';
+import {
+  createSource,
+  DeviceSource,
+  HealthGatedSource,
+  parseSourceSpec,
+  rdseedAvailable,
+  RdseedSource,
+  UpstreamSource,
+} from '../src/sources/index.js';
+import { createNativeTester } from '../src/sources/native-tester.js';
+import { openDatabase, type Db } from '../src/storage/db.js';
+import { call, makeToken, startTestServer } from './entropy-harness.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-sources-'));
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, data: Buffer): string {
+  const p = path.join(dir, name);
+  fs.writeFileSync(p, data);
+  return p;
+}
+
+async function fillFrom(source: HealthGatedSource | UpstreamSource, capacity: number, settleMs = 300) {
+  const pool = new EntropyPool({ capacity });
+  const filler = new PoolFiller(pool, source, { retryMs: 10, chunkSize: 64 * 1024 });
+  filler.start();
+  await Promise.race([pool.waitForLevel(capacity), new Promise((r) => setTimeout(r, settleMs))]);
+  await filler.stop();
+  return { pool, filler };
+}
+
+describe('health gate on device:PATH', () => {
+  it('takes a stuck source (all zeros) out of service; nothing reaches the pool', async () => {
+    const zeros = file('zeros.bin', Buffer.alloc(1024 * 1024));
+    const source = createSource(parseSourceSpec(`device:${zeros}`), { createTester: () => createNativeTester(7.5), failureLimit: 16 });
+    const { pool, filler } = await fillFrom(source as HealthGatedSource, 256 * 1024);
+    expect(pool.level).toBe(0);
+    const health = source.health();
+    expect(health.state).toBe('failed');
+    expect(health.message).toMatch(/out of service/);
+    expect(health.testFailures['repetition-count']).toBeGreaterThan(0);
+    expect(health.blocksFailed).toBeGreaterThanOrEqual(16);
+    expect(filler.outOfService).toMatch(/out of service/);
+    await source.close();
+  });
+
+  it('takes a short repeating pattern out of service (the adaptive proportion test fires)', async () => {
+    const pattern = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < pattern.length; i++) pattern[i] = 0x30 + (i % 10);
+    const source = createSource(parseSourceSpec(`device:${file('pattern.bin', pattern)}`), {
+      createTester: () => createNativeTester(7.5),
+      failureLimit: 16,
+    });
+    const { pool } = await fillFrom(source as HealthGatedSource, 256 * 1024);
+    expect(pool.level).toBe(0);
+    expect(source.health().state).toBe('failed');
+    expect(source.health().testFailures['adaptive-proportion']).toBeGreaterThan(0);
+    await source.close();
+  });
+
+  it('takes a source replaying one random block out of service (repeated-block check)', async () => {
+    const block = crypto.randomBytes(1024);
+    const replay = Buffer.concat(Array.from({ length: 256 }, () => block));
+    const source = createSource(parseSourceSpec(`device:${file('replay.bin', replay)}`), {
+      createTester: () => createNativeTester(7.5),
+      failureLimit: 16,
+    });
+    const { pool } = await fillFrom(source as HealthGatedSource, 128 * 1024);
+    // The first copy may pass (it is the only one seen so far); no second copy does.
+    expect(pool.level).toBeLessThanOrEqual(1024);
+    expect(source.health().state).toBe('failed');
+    expect(source.health().testFailures['repeated-block']).toBeGreaterThan(0);
+    await source.close();
+  });
+
+  it('lets good data through unchanged once the start-up tests pass', async () => {
+    const data = crypto.randomBytes(256 * 1024);
+    const source = createSource(parseSourceSpec(`device:${file('good.bin', data)}`), { createTester: () => createNativeTester(7.5) });
+    const { pool } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
+    const health = source.health();
+    // All of the file was read; the read after its end failed (a device never ends).
+    expect(health.state).toBe('degraded');
+    expect(health.message).toMatch(/end of file/);
+    expect(health.blocksFailed).toBe(0);
+    expect(health.blocksPassed).toBe(255);
+    // The start-up samples (the first 1,024 bytes) are tested but never used.
+    expect(pool.level).toBe(data.length - 1024);
+    expect(pool.take(pool.level)!.equals(data.subarray(1024))).toBe(true);
+    await source.close();
+  });
+
+  it('a server on a failed source says so in /healthz and answers 503', async () => {
+    const zeros = file('zeros2.bin', Buffer.alloc(256 * 1024));
+    const source = createSource(parseSourceSpec(`device:${zeros}`), { createTester: () => createNativeTester(7.5), failureLimit: 8 });
+    const pool = new EntropyPool({ capacity: 64 * 1024 });
+    const filler = new PoolFiller(pool, source, { retryMs: 10 });
+    filler.start();
+    const db: Db = await openDatabase({ url: `sqlite:${path.join(dir, 'failed-source.db')}` });
+    const server = await startTestServer({ db, pool, prefill: 0, sourceHealth: () => source.health() });
+    try {
+      for (let i = 0; i < 50 && source.health().state !== 'failed'; i++) await new Promise((r) => setTimeout(r, 20));
+      const health = await call(server, '/healthz');
+      expect(health.status).toBe(503);
+      expect(health.json().status).toBe('failing');
+      expect(health.json().warnings.join(' ')).toMatch(/out of service/);
+      const { token } = await makeToken(server.store, 'alice');
+      expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(503);
+      const metrics = (await call(server, '/metrics')).body.toString();
+      expect(metrics).toMatch(/qentropy_source_state\{source="device:[^"]+",state="failed"\} 1/);
+      expect(metrics).toMatch(/qentropy_health_test_failures\{source="device:[^"]+",test="repetition-count"\} [1-9]/);
+    } finally {
+      await server.close();
+      await filler.stop();
+      await source.close();
+      await db.close();
+    }
+  });
+
+  it('reports a missing device as a read error and keeps retrying', async () => {
+    const raw = new DeviceSource('device:/nonexistent', path.join(dir, 'no-such-device'));
+    await expect(raw.read(1024)).rejects.toThrow(/cannot open/);
+  });
+});
+
+describe('rdseed', () => {
+  it.skipIf(!rdseedAvailable())('fills the pool through the health tests', async () => {
+    const source = new HealthGatedSource(new RdseedSource(), { tester: createNativeTester(7.5) });
+    const { pool } = await fillFrom(source, 64 * 1024, 5000);
+    expect(pool.level).toBe(64 * 1024);
+    expect(source.health().state).toBe('ok');
+    expect(source.health().blocksFailed).toBe(0);
+  });
+});
+
+describe('hwrng', () => {
+  const readable = (() => {
+    try {
+      fs.accessSync('/dev/hwrng', fs.constants.R_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  it.skipIf(!readable)('reads /dev/hwrng through the health tests (skipped when absent or unreadable)', async () => {
+    const source = createSource({ kind: 'hwrng' }, { createTester: () => createNativeTester(7.5) });
+    const data = await source.read(4096);
+    expect(data.length).toBeGreaterThan(0);
+    expect(data.length % 1024).toBe(0);
+    expect(source.health().state).toBe('ok');
+    await source.close();
+  }, 20_000);
+});
+
+describe('upstream', () => {
+  it('fills the pool from another entropy API and stops for good on 401', async () => {
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, 'upstream.db')}` });
+    const server = await startTestServer({ db, poolCapacity: 1024 * 1024 });
+    try {
+      const { token } = await makeToken(server.store, 'relay');
+      const upstream = new UpstreamSource({ url: server.url, token, ca: server.caPem, blocksPerRequest: 16 });
+      const { pool } = await fillFrom(upstream, 64 * 1024, 5000);
+      expect(pool.level).toBe(64 * 1024);
+      expect(upstream.health().state).toBe('ok');
+      await upstream.close();
+
+      const refused = new UpstreamSource({ url: server.url, token: `qe_${'C'.repeat(43)}`, ca: server.caPem });
+      const result = await fillFrom(refused, 64 * 1024, 500);
+      expect(result.pool.level).toBe(0);
+      expect(refused.health().state).toBe('failed');
+      expect(result.filler.outOfService).toMatch(/401/);
+      await refused.close();
+    } finally {
+      await server.close();
+      await db.close();
+    }
+  });
+});
+
+describe('parseSourceSpec', () => {
+  it('accepts the five source kinds and rejects anything else with a one-line reason', () => {
+    expect(parseSourceSpec('hwrng')).toEqual({ kind: 'hwrng' });
+    expect(parseSourceSpec('device:/dev/qrng0')).toEqual({ kind: 'device', path: '/dev/qrng0' });
+    expect(parseSourceSpec('rdseed')).toEqual({ kind: 'rdseed' });
+    expect(parseSourceSpec('upstream')).toEqual({ kind: 'upstream' });
+    expect(parseSourceSpec('getrandom')).toEqual({ kind: 'getrandom' });
+    expect(() => parseSourceSpec('device:relative')).toThrow(/absolute/);
+    expect(() => parseSourceSpec('urandom')).toThrow(/expected hwrng/);
+  });
+
+  it('refuses to build a raw source without health tests', () => {
+    expect(() => createSource({ kind: 'hwrng' })).toThrow(/health tests are required/);
+  });
+});
