@@ -77,7 +77,7 @@ TestResult runs(const Bits& bits);
 TestResult longest_run(const Bits& bits);
 TestResult rank(const Bits& bits);
 TestResult fft(const Bits& bits);
-TestResult non_overlapping_template(const Bits& bits, int m);  // one P-value per aperiodic template
+TestResult non_overlapping_template(const Bits& bits, int m);  // one P-value per tested_templates(m) entry
 TestResult overlapping_template(const Bits& bits, int m);
 TestResult universal(const Bits& bits);
 TestResult approximate_entropy(const Bits& bits, int m);
@@ -92,5 +92,8 @@ TestResult run_test(TestId id, const Bits& bits, const Params& params);
 // The aperiodic templates of length m (2..21) in NIST's order (for m = 9, the 148 of
 // the reference's template9 file), each as an m-bit integer, first bit most significant.
 std::vector<uint32_t> aperiodic_templates(int m);
+// The templates the reference actually tests, in order: all aperiodic templates up to
+// m = 10 (at most 148), then every (count / 148)-th one, 148 in all.
+std::vector<uint32_t> tested_templates(int m);
 
 }  // namespace qe::sts

@@ -1,0 +1,282 @@
+// The NIST STS battery from TypeScript: NIST's own P-values for data.e (ASCII) and
+// data.sha1 (binary), the `qentropy sts` command, threads, cancellation, chunked files,
+// and a multi-stream run on the OS generator.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { main } from '../src/cli/main.js';
+import {
+  aperiodicTemplates,
+  runBattery,
+  runBatteryOnFile,
+  runTest,
+  StsAbortError,
+  TEST_NAMES,
+  type BatteryResult,
+} from '../src/sts/index.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const vectors = path.resolve(repoRoot, '..', 'shared', 'vectors');
+const dataE = path.join(vectors, 'data.e');
+const dataSha1 = path.join(vectors, 'data.sha1');
+
+interface Reference {
+  n: number;
+  params: Record<string, number>;
+  tests: Record<string, (number | null)[]>;
+}
+const refE = JSON.parse(fs.readFileSync(path.join(vectors, 'reference-pvalues-e.json'), 'utf8')) as Reference;
+const refSha1 = JSON.parse(fs.readFileSync(path.join(vectors, 'reference-pvalues-sha1.json'), 'utf8')) as Reference;
+
+/** The first `n` bits of an ASCII 0/1 file, packed MSB first (written here, independently of src/sts/file.ts). */
+function packAscii(text: string, n: number): Buffer {
+  const out = Buffer.alloc(Math.ceil(n / 8));
+  let bit = 0;
+  for (let i = 0; i < text.length && bit < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x31) out[bit >> 3]! |= 0x80 >> (bit & 7);
+    if (c === 0x30 || c === 0x31) bit++;
+  }
+  if (bit < n) throw new Error('short vector file');
+  return out;
+}
+
+/** Every sub-test P-value against NIST's: within 1e-6, null exactly where NIST has none. */
+function expectMatchesReference(tests: Record<string, (number | null)[] | undefined>, ref: Reference) {
+  for (const name of TEST_NAMES) {
+    const want = ref.tests[name]!;
+    const got = tests[name];
+    expect(got, name).toBeDefined();
+    expect(got!.length, name).toBe(want.length);
+    want.forEach((w, i) => {
+      if (w === null) expect(got![i], `${name}[${i}]`).toBeNull();
+      else expect(Math.abs(got![i]! - w), `${name}[${i}]: ${got![i]} vs ${w}`).toBeLessThanOrEqual(1e-6 + 1e-12);
+    });
+  }
+}
+
+/** Runs the CLI in this process, capturing what it writes. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const out = process.stdout.write.bind(process.stdout);
+  const err = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    stdout += chunk.toString();
+    return true;
+  }) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    stderr += chunk.toString();
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    const code = await main(args);
+    return { code, stdout, stderr };
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
+}
+
+let tmp: string;
+beforeAll(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-sts-'));
+});
+afterAll(() => {
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('NIST reference P-values', () => {
+  it('data.e (first 10^6 bits, one sequence) gives every P-value of sts-2.1.2', async () => {
+    const bits = packAscii(fs.readFileSync(dataE, 'latin1'), 1_000_000);
+    const r = await runBattery(bits, { bitCount: 1_000_000 });
+    expect(r.n).toBe(1_000_000);
+    expect(r.streams).toBe(1);
+    expect(r.sequences).toHaveLength(1);
+    expectMatchesReference(r.sequences[0]!.tests, refE);
+  });
+
+  it('data.sha1 read as raw binary gives every P-value, null where not applicable', async () => {
+    const bytes = fs.readFileSync(dataSha1);
+    const r = await runBattery(bytes, { threads: 2 });
+    expectMatchesReference(r.sequences[0]!.tests, refSha1);
+    // J = 412 < 500 cycles: NIST's note, and no P-value counted for the excursion tests.
+    expect(r.sequences[0]!.notes?.random_excursions).toBeTruthy();
+    const excursions = r.summary.subTests.filter((s) => s.test === 'random_excursions');
+    expect(excursions.every((s) => s.sampleSize === 0)).toBe(true);
+  });
+
+  it('runTest and aperiodicTemplates for single small jobs', () => {
+    // SP 800-22 §2.1.8: the frequency test on these 100 bits (of pi) gives P = 0.109599.
+    const example = '1100100100001111110110101010001000100001011010001100001000110100110001001100011001100010100010111000';
+    const bits = packAscii(example, 100);
+    expect(runTest('frequency', bits, { bitCount: 100 }).pValues[0]).toBeCloseTo(0.109599, 6);
+    const t9 = aperiodicTemplates(9);
+    expect(t9).toHaveLength(148);
+    const file = fs.readFileSync(path.join(vectors, 'template9'), 'utf8').trim().split('\n');
+    expect(t9.map((t) => t.toString(2).padStart(9, '0'))).toEqual(file.map((l) => l.replace(/\s+/g, '')));
+    expect(() => runTest('nope' as 'frequency', bits)).toThrow(/unknown test/);
+  });
+});
+
+describe('qentropy sts', () => {
+  it('--format ascii --json on data.e matches the reference', async () => {
+    const { code, stdout, stderr } = await cli(['sts', dataE, '--format', 'ascii', '--json', '--threads', '2']);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const json = JSON.parse(stdout) as { n: number; params: Record<string, number>; sequences: { tests: Record<string, (number | null)[]> }[]; summary?: unknown };
+    expect(json.n).toBe(1_000_000);
+    expect(json.params).toEqual(refE.params);
+    expect(json.sequences).toHaveLength(1);
+    expect(json.summary).toBeUndefined(); // M = 1
+    expectMatchesReference(json.sequences[0]!.tests, refE);
+  });
+
+  it('prints a report shaped like finalAnalysisReport.txt', async () => {
+    const { code, stdout } = await cli(['sts', dataSha1, '--format', 'binary']);
+    expect(code).toBe(0);
+    const lines = stdout.split('\n');
+    expect(lines[1]).toBe('RESULTS FOR THE UNIFORMITY OF P-VALUES AND THE PROPORTION OF PASSING SEQUENCES');
+    expect(lines[5]).toBe(' C1  C2  C3  C4  C5  C6  C7  C8  C9 C10  P-VALUE  PROPORTION  STATISTICAL TEST');
+    const table = lines.slice(7, 7 + 188);
+    for (const line of table) expect(line).toMatch(/^( {1,2}\d ){10}( {4}----| \d\.\d{6} [ *]) {4}( ------ {5}|\s*\d+\/\d+ +[ *]  )[A-Za-z]+$/);
+    expect(table.filter((l) => l.endsWith('NonOverlappingTemplate'))).toHaveLength(148);
+    // Frequency P = 0.604458 lands in C7; the excursion tests are not applicable (J = 412).
+    expect(table[0]).toBe('  0   0   0   0   0   0   1   0   0   0     ----       1/1       Frequency');
+    expect(table.filter((l) => l.includes(' ------     RandomExcursions'))).toHaveLength(26);
+    expect(stdout).toContain('The minimum pass rate for the random excursion (variant) test is undefined.');
+    expect(stdout).toContain('tests_passed:');
+  });
+
+  it('reads a multi-stream binary file in chunks with the same result as one buffer', async () => {
+    const data = crypto.randomBytes(40 * 1250);
+    const file = path.join(tmp, 'chunks.bin');
+    fs.writeFileSync(file, data);
+    const opts = { tests: ['frequency', 'runs', 'serial'] as const, params: { serial_m: 5 } };
+    const whole = await runBattery(data, { ...opts, streams: 40 });
+    const chunked = await runBatteryOnFile(file, { ...opts, format: 'binary', bits: 10_000, chunkBits: 80_000 });
+    expect(chunked.streams).toBe(40);
+    expect(chunked.sequences).toEqual(whole.sequences);
+    expect(chunked.summary).toEqual(whole.summary);
+  });
+
+  it('reads ASCII with any whitespace, in chunks, like the packed bytes', async () => {
+    const data = crypto.randomBytes(24 * 125);
+    let text = '';
+    for (let i = 0; i < data.length; i++) text += `${data[i]!.toString(2).padStart(8, '0')}${i % 7 === 0 ? '\r\n' : i % 3 ? '' : ' '}`;
+    const file = path.join(tmp, 'bits.txt');
+    fs.writeFileSync(file, text);
+    const whole = await runBattery(data, { streams: 24, tests: ['frequency', 'cumulative_sums'] });
+    const chunked = await runBatteryOnFile(file, { bits: 1000, tests: ['frequency', 'cumulative_sums'], chunkBits: 8000 });
+    expect(chunked.format).toBe('ascii'); // detected
+    expect(chunked.sequences).toEqual(whole.sequences);
+  });
+
+  it('rejects bad input with one line and a non-zero exit', async () => {
+    const badAscii = path.join(tmp, 'bad.txt');
+    fs.writeFileSync(badAscii, '0101\n01x1\n');
+    const cases: [string[], RegExp][] = [
+      [['sts', path.join(tmp, 'missing.bin')], /no such file/],
+      [['sts', dataSha1, '--bits', '1000000', '--streams', '2'], /holds 1000000 bits; 2 sequence\(s\) of 1000000 bits need 2000000/],
+      [['sts', badAscii, '--format', 'ascii'], /'x' \(0x78\) at offset 7 is not 0, 1 or whitespace/],
+      [['sts', dataSha1, '--streams', '0'], /--streams must be an integer/],
+      [['sts', dataSha1, '--tests', 'frequency,monobit'], /unknown test 'monobit'/],
+      [['sts', dataSha1, '--param', 'serial_k=3'], /unknown parameter 'serial_k'/],
+      [['sts', dataSha1, '--param', 'serial_m'], /--param takes name=value/],
+      [['sts', dataSha1, '--format', 'hex'], /--format must be binary or ascii/],
+      [['sts', dataSha1, '--param', 'non_overlapping_template_m=30'], /2\.\.21/],
+    ];
+    for (const [args, message] of cases) {
+      const { code, stdout, stderr } = await cli(args);
+      expect(code, args.join(' ')).not.toBe(0);
+      expect(stdout, args.join(' ')).toBe('');
+      expect(stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(stderr, args.join(' ')).toMatch(message);
+    }
+  });
+
+  it('--tests and --param select what runs', async () => {
+    const { code, stdout } = await cli(['sts', dataE, '--json', '--tests', 'frequency,14', '--param', 'serial_m=2', '--threads', '1']);
+    expect(code).toBe(0);
+    const json = JSON.parse(stdout) as { params: { serial_m: number }; sequences: { tests: Record<string, unknown[]> }[] };
+    expect(Object.keys(json.sequences[0]!.tests)).toEqual(['frequency', 'serial']);
+    expect(json.params.serial_m).toBe(2);
+  });
+});
+
+describe('runBattery', () => {
+  let random: Buffer;
+  beforeAll(() => {
+    random = crypto.randomBytes((20 * 1_000_000) / 8);
+  });
+
+  it('gives identical results with 1 and 2 threads', async () => {
+    const data = random.subarray(0, (6 * 300_000) / 8);
+    const one = await runBattery(data, { streams: 6, threads: 1 });
+    const two = await runBattery(data, { streams: 6, threads: 2 });
+    expect(two.sequences).toEqual(one.sequences);
+    expect(two.summary).toEqual(one.summary);
+  });
+
+  it('stops when its AbortSignal fires and reports progress', async () => {
+    const controller = new AbortController();
+    const seen: number[] = [];
+    const run = runBattery(random, {
+      streams: 20,
+      threads: 1,
+      signal: controller.signal,
+      onProgress: ({ completed, total }) => {
+        expect(total).toBe(20);
+        seen.push(completed);
+        controller.abort();
+      },
+    });
+    await expect(run).rejects.toBeInstanceOf(StsAbortError);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(Math.max(...seen)).toBeLessThan(20);
+    const aborted = AbortSignal.abort();
+    await expect(runBattery(random, { streams: 20, signal: aborted })).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+  });
+
+  it('does not block the event loop', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    await runBattery(random.subarray(0, (4 * 1_000_000) / 8), { streams: 4, threads: 1 });
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(5);
+  });
+
+  // The OS generator passes: 100 sequences of 10^6 bits, NIST's recommended batch, so
+  // both criteria are judged; tests_passed needs either, and a good generator failing
+  // both at once is far rarer than one in a million.
+  it('passes on 100 x 10^6 bits from the OS generator', async () => {
+    const batch = crypto.randomBytes((100 * 1_000_000) / 8);
+    const r: BatteryResult = await runBattery(batch, { streams: 100, threads: 2 });
+    expect(r.sequences).toHaveLength(100);
+    expect(r.summary.criteria.tests_passed).toBe(true);
+    expect(r.summary.repetition.flagged).toBe(false);
+  });
+
+  it('flags a batch of identical sequences', async () => {
+    const one = random.subarray(0, 125_000);
+    const batch = Buffer.concat(Array.from({ length: 4 }, () => one));
+    const r = await runBattery(batch, { streams: 4, tests: ['frequency'] });
+    expect(r.summary.repetition.identical).toEqual([
+      [0, 1],
+      [0, 2],
+      [0, 3],
+    ]);
+    expect(r.summary.repetition.periodBits).toBe(1_000_000);
+  });
+
+  it('rejects streams that do not fit and unknown names', async () => {
+    await expect(runBattery(random, { streams: 21, bitsPerStream: 1_000_000 })).rejects.toThrow(/need 21000000 bits/);
+    await expect(runBattery(random, { tests: ['nope' as 'frequency'] })).rejects.toThrow(/unknown test/);
+    await expect(runBattery(random, { params: { serial: 3 } as never })).rejects.toThrow(/unknown parameter/);
+  });
+});
