@@ -3,6 +3,14 @@
 import { Command, CommanderError } from 'commander';
 
 import { versionInfo } from '../version.js';
+import { registerSts } from './commands/sts.js';
+import { registerDaemon } from './commands/daemon.js';
+import { registerFeeder } from './commands/feeder.js';
+import { registerFetch } from './commands/fetch.js';
+import { registerKme } from './commands/kme.js';
+import { registerPki } from './commands/pki.js';
+import { registerQuality } from './commands/quality.js';
+import { registerToken } from './commands/token.js';
 import { registerVersion } from './commands/version.js';
 import { CliError } from './errors.js';
 
@@ -13,6 +21,14 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerVersion(program);
+  registerToken(program);
+  registerFetch(program);
+  registerDaemon(program);
+  registerSts(program);
+  registerPki(program);
+  registerKme(program);
+  registerQuality(program);
+  registerFeeder(program);
   return program;
 }
 
