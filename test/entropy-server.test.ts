@@ -292,7 +292,7 @@ describeEachEngine('entropy API', (engine) => {
     });
   });
 
-  describe.skipIf(engine.name !== 'postgres')('two instances on one PostgreSQL database', () => {
+  describe(`two instances on one ${engine.name === 'postgres' ? 'PostgreSQL database' : 'SQLite file'}`, () => {
     it('share tokens, allotment usage and the rate-limit window', async () => {
       const db2 = await engine.open();
       const second = await startTestServer({ db: db2, clock });
