@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what qentropy needs to build and to run its whole test suite, then installs
-# the npm dependencies and builds the native addon and the TypeScript (npm ci).
+# the npm dependencies and builds the native addon and the TypeScript (npm install).
 #
 # System packages (Debian/Ubuntu names):
 #   cmake g++ make python3     build the addon and better-sqlite3 from source
@@ -31,5 +31,8 @@ if ((${#missing[@]})); then
 fi
 
 # build_from_source (.npmrc) makes every native dependency compile here; nothing prebuilt
-# is downloaded. `npm ci` runs our install script (the addon) and prepare (TypeScript).
-npm ci --no-audit --no-fund
+# is downloaded. `npm install` follows package-lock.json and runs our install script (the
+# addon) and prepare (TypeScript). Not `npm ci`: it refuses a lock file in which rollup's
+# optional per-platform packages are absent, and the registry reachable here has no
+# manifests for most of them, so no lock file made here can list them.
+npm install --no-audit --no-fund
