@@ -49,3 +49,23 @@ export { fetchCommand, type FetchCommandOptions } from './cli/commands/fetch.js'
 export { runDaemon, type DaemonOptions } from './cli/commands/daemon.js';
 export { EntropyPool, PoolFiller, type PoolStats } from './pool/index.js';
 export { buildEntropyApp, type EntropyAppOptions } from './server/app.js';
+export { openDatabase, parseStorageUrl } from './storage/db.js';
+export type { Db } from './storage/types.js';
+export { AccountStore, parseBearer, parsePeriod } from './accounts/index.js';
+export { ConfigError, loadConfig, resolveConfig, type QentropyConfig } from './config/index.js';
+export { createTokenCommand, listTokensCommand, revokeTokenCommand } from './cli/commands/token.js';
+export { runQualityOnce, printQualityReport } from './cli/commands/quality.js';
+export { feederStatus } from './cli/commands/feeder.js';
+export {
+  createCertificateAuthority,
+  initCaFiles,
+  issueKmeCertificate,
+  issueKmeFiles,
+  issueSaeCertificate,
+  issueSaeFiles,
+  loadCaFiles,
+} from './pki/index.js';
+export { EtsiClient, EtsiClientError, KmeSite, buildKmeServer } from './kme/index.js';
+export { QualityService, buildQualityApp } from './quality/index.js';
+export { Feeder, buildFeeder } from './feeder/index.js';
+export { runRoles, buildRoles } from './roles/index.js';
