@@ -19,17 +19,8 @@
 namespace qe::sts {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // cephes_igamc as the reference calls it: Q(a, x) with Q = 1 for x <= 0.
 double reference_igamc(double a, double x) { return x <= 0 ? 1.0 : igamc(a, x); }
-
-TestResult not_applicable(size_t count, std::string why) {
-  TestResult r;
-  r.p_values.assign(count, kNaN);
-  r.note = std::move(why);
-  return r;
-}
 
 // The longest pattern we histogram: 2^k counters must stay small next to the sequence
 // (k <= log2(n) + 2, i.e. at most 4n counters) and bounded in memory (k <= 28); the
@@ -101,9 +92,9 @@ double psi2(const std::vector<uint32_t>& hist, int k, size_t n) {
 
 TestResult approximate_entropy(const Bits& bits, int m) {
   const size_t n = bits.n;
-  if (n == 0) return not_applicable(1, "approximate entropy: empty sequence");
+  if (n == 0) return TestResult::not_applicable(1, "approximate entropy: empty sequence");
   if (m < 0 || !window_fits(m + 1, n)) {
-    return not_applicable(1, "approximate entropy: block length m = " + std::to_string(m) +
+    return TestResult::not_applicable(1, "approximate entropy: block length m = " + std::to_string(m) +
                                  " is outside 0..log2(n)+1 for n = " + std::to_string(n) +
                                  " (NIST recommends m < log2(n) - 5)");
   }
@@ -122,9 +113,9 @@ TestResult approximate_entropy(const Bits& bits, int m) {
 
 TestResult serial(const Bits& bits, int m) {
   const size_t n = bits.n;
-  if (n == 0) return not_applicable(2, "serial: empty sequence");
+  if (n == 0) return TestResult::not_applicable(2, "serial: empty sequence");
   if (m < 1 || !window_fits(m, n)) {
-    return not_applicable(2, "serial: block length m = " + std::to_string(m) + " is outside 1..log2(n)+2 for n = " +
+    return TestResult::not_applicable(2, "serial: block length m = " + std::to_string(m) + " is outside 1..log2(n)+2 for n = " +
                                  std::to_string(n) + " (NIST recommends m < floor(log2(n)) - 2)");
   }
   const std::vector<uint32_t> h0 = cyclic_window_counts(bits, m);

@@ -15,15 +15,8 @@
 #include <string>
 
 #include "sts/special.h"
+#include "sts/bitwords.h"
 #include "sts/sts.h"
-
-// Popcount-heavy functions are compiled for CPUs with and without POPCNT; the loader
-// picks one (without it __builtin_popcountll is a slow libgcc call).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QE_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
-#else
-#define QE_POPCNT_CLONES
-#endif
 
 namespace qe::sts {
 namespace {
@@ -80,7 +73,7 @@ class Walker {
   std::array<uint64_t, 19> cycle_visits_{};
 };
 
-QE_POPCNT_CLONES WalkCounts walk(const Bits& bits) {
+QE_STS_POPCNT_CLONES WalkCounts walk(const Bits& bits) {
   WalkCounts counts;
   Walker walker(counts);
   const size_t n = bits.n;

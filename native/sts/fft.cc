@@ -471,7 +471,7 @@ std::vector<double> dft_half_moduli(const Bits& bits) {
 
 TestResult fft(const Bits& bits) {
   const size_t n = bits.n;
-  if (n == 0) return TestResult{{std::numeric_limits<double>::quiet_NaN()}, "empty sequence (n = 0)"};
+  if (n == 0) return TestResult::not_applicable(1, "empty sequence (n = 0)");
   // The buffer is kept per thread (a fresh 4 MB vector per call costs more in page
   // faults than the transform's own arithmetic).
   thread_local std::vector<double> squared;

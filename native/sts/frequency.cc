@@ -36,13 +36,7 @@ size_t count_ones(const Bits& bits, size_t start, size_t count) {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-TestResult not_applicable(size_t count, std::string note) {
-  return TestResult{std::vector<double>(count, kNaN), std::move(note)};
-}
-
-TestResult empty_sequence(size_t count) { return not_applicable(count, "empty sequence (n = 0)"); }
+TestResult empty_sequence(size_t count) { return TestResult::not_applicable(count, "empty sequence (n = 0)"); }
 
 // Number of positions k in [1, n) with bit k != bit k-1: each word is XORed with itself
 // shifted left by one (the next word's first bit shifted in), which sets bit p exactly
@@ -229,7 +223,7 @@ TestResult block_frequency(const Bits& bits, int M) {
   const size_t block = static_cast<size_t>(M);
   const size_t N = n / block;
   if (N == 0) {
-    return not_applicable(1, "n = " + std::to_string(n) + " is shorter than one block of M = " + std::to_string(M) + " bits");
+    return TestResult::not_applicable(1, "n = " + std::to_string(n) + " is shorter than one block of M = " + std::to_string(M) + " bits");
   }
   // As the reference: sum of (ones/M - 1/2)^2, chi^2 = 4 M sum.
   double sum = 0.0;
@@ -261,7 +255,7 @@ TestResult runs(const Bits& bits) {
 TestResult longest_run(const Bits& bits) {
   const size_t n = bits.n;
   if (n < 128) {
-    return not_applicable(1, "n = " + std::to_string(n) + " is too short: the longest-run test needs at least 128 bits");
+    return TestResult::not_applicable(1, "n = " + std::to_string(n) + " is too short: the longest-run test needs at least 128 bits");
   }
   // The reference's table of block length M, classes V[0..K] and probabilities by n.
   struct Setting {

@@ -69,8 +69,7 @@ double rank_probability(int r) {
 TestResult rank(const Bits& bits) {
   const size_t N = bits.n / 1024;
   if (N == 0) {
-    return TestResult{{std::numeric_limits<double>::quiet_NaN()},
-                      "n = " + std::to_string(bits.n) + " is too short: one 32x32 matrix needs 1024 bits"};
+    return TestResult::not_applicable(1, "n = " + std::to_string(bits.n) + " is too short: one 32x32 matrix needs 1024 bits");
   }
   const double p_32 = rank_probability(32);
   const double p_31 = rank_probability(31);

@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace qe::sts {
@@ -46,6 +48,11 @@ struct Params {
 struct TestResult {
   std::vector<double> p_values;  // NIST's order; NaN = not applicable
   std::string note;              // why a sub-test is not applicable, empty otherwise
+
+  // `count` sub-tests, none applicable to this sequence, for the reason `why`.
+  static TestResult not_applicable(size_t count, std::string why) {
+    return TestResult{std::vector<double>(count, std::numeric_limits<double>::quiet_NaN()), std::move(why)};
+  }
 };
 
 // The 15 tests, in NIST's order (this is also the order of TestId and of kTestNames).

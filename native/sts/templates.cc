@@ -19,20 +19,11 @@
 #include <vector>
 
 #include "sts/special.h"
+#include "sts/bitwords.h"
 #include "sts/sts.h"
-
-// Popcount-heavy functions are compiled for CPUs with and without POPCNT; the loader
-// picks one (without it __builtin_popcountll is a slow libgcc call).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QE_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
-#else
-#define QE_POPCNT_CLONES
-#endif
 
 namespace qe::sts {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // cephes_igamc as the reference calls it: Q(a, x) with Q = 1 for x <= 0.
 double reference_igamc(double a, double x) { return x <= 0 ? 1.0 : igamc(a, x); }
@@ -72,13 +63,6 @@ void count_windows(const std::vector<uint64_t>& words, size_t first, size_t coun
   }
 }
 
-TestResult not_applicable(size_t count, std::string why) {
-  TestResult r;
-  r.p_values.assign(count, kNaN);
-  r.note = std::move(why);
-  return r;
-}
-
 // The reference's nonOverlappingTemplateMatchings with an explicit template list.
 TestResult non_overlapping_template_of(const Bits& bits, int m, const std::vector<uint32_t>& templates) {
   constexpr int N = 8;  // the reference's fixed number of blocks
@@ -86,7 +70,7 @@ TestResult non_overlapping_template_of(const Bits& bits, int m, const std::vecto
   // lambda = (M - m + 1) / 2^m as the reference computes it; it aborts unless lambda > 0.
   const double lambda = (static_cast<double>(M) - m + 1) / std::pow(2.0, m);
   if (!(lambda > 0)) {
-    return not_applicable(templates.size(),
+    return TestResult::not_applicable(templates.size(),
                           "non-overlapping template: n = " + std::to_string(bits.n) + " gives blocks of M = " +
                               std::to_string(M) + " bits, shorter than the template length m = " + std::to_string(m));
   }
@@ -133,7 +117,7 @@ std::vector<uint64_t> and_shifted(const std::vector<uint64_t>& in, size_t shift)
 }
 
 // Number of set bits at positions [a, b) of a bit vector (MSB-first words).
-QE_POPCNT_CLONES uint64_t popcount_range(const std::vector<uint64_t>& words, size_t a, size_t b) {
+QE_STS_POPCNT_CLONES uint64_t popcount_range(const std::vector<uint64_t>& words, size_t a, size_t b) {
   if (a >= b) return 0;
   const size_t wa = a >> 6;
   const size_t wb = (b - 1) >> 6;
@@ -177,7 +161,7 @@ std::vector<uint32_t> aperiodic_templates(int m) {
 
 TestResult non_overlapping_template(const Bits& bits, int m) {
   if (m < 2 || m > 21) {
-    return not_applicable(1, "non-overlapping template: template length m = " + std::to_string(m) +
+    return TestResult::not_applicable(1, "non-overlapping template: template length m = " + std::to_string(m) +
                                  " is outside NIST's range 2..21");
   }
   return non_overlapping_template_of(bits, m, tested_templates(m));
@@ -200,11 +184,11 @@ TestResult overlapping_template(const Bits& bits, int m) {
   constexpr int K = 5;
   const size_t N = bits.n / M;
   if (m < 1 || static_cast<size_t>(m) > M) {
-    return not_applicable(1, "overlapping template: template length m = " + std::to_string(m) +
+    return TestResult::not_applicable(1, "overlapping template: template length m = " + std::to_string(m) +
                                  " must be between 1 and M = 1032");
   }
   if (N == 0) {
-    return not_applicable(1, "overlapping template: n = " + std::to_string(bits.n) +
+    return TestResult::not_applicable(1, "overlapping template: n = " + std::to_string(bits.n) +
                                  " is shorter than one substring of M = 1032 bits");
   }
   // Probabilities exactly as the reference computes them (its initialised pi[] table is
@@ -223,7 +207,7 @@ TestResult overlapping_template(const Bits& bits, int m) {
     // Long templates make some class probabilities vanish (or 1 - sum round below 0): the
     // chi-square is undefined there (the reference divides by zero).
     if (!(p > 0)) {
-      return not_applicable(1, "overlapping template: template length m = " + std::to_string(m) +
+      return TestResult::not_applicable(1, "overlapping template: template length m = " + std::to_string(m) +
                                    " is too long for substrings of M = 1032 bits (expected counts vanish)");
     }
   }

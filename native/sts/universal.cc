@@ -27,8 +27,7 @@ TestResult universal(const Bits& bits) {
   for (int l = 6; l <= 16; ++l)
     if (n >= kMinN[l]) L = l;
   if (L < 6) {
-    return TestResult{{std::numeric_limits<double>::quiet_NaN()},
-                      "n = " + std::to_string(n) + " is too short: Maurer's universal test needs n >= 387,840 bits (L >= 6)"};
+    return TestResult::not_applicable(1, "n = " + std::to_string(n) + " is too short: Maurer's universal test needs n >= 387,840 bits (L >= 6)");
   }
   const size_t p = size_t{1} << L;
   const size_t Q = 10 * p;

@@ -17,23 +17,14 @@
 #include "sts/sts.h"
 #include "tests/check.h"
 #include "tests/reference.h"
+#include "tests/sts_vectors.h"
 
 using namespace qe::sts;
 
 namespace {
 
-const Bits& e_bits() {
-  static const Bits bits = bits_from_ascii(qe::check::read_file(qe::check::vector_path("data.e")), 1000000);
-  return bits;
-}
-
-const Bits& sha1_bits() {
-  static const Bits bits = [] {
-    const std::string raw = qe::check::read_file(qe::check::vector_path("data.sha1"));
-    return bits_from_bytes(reinterpret_cast<const uint8_t*>(raw.data()), raw.size(), 1000000);
-  }();
-  return bits;
-}
+using qe::check::e_bits;
+using qe::check::sha1_bits;
 
 Bits from_string(const std::string& s) { return bits_from_ascii(s); }
 
