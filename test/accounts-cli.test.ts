@@ -1,73 +1,27 @@
 // `qentropy token create|list|revoke` end to end: the CLI is compiled and run as its own
-// process (bin/qentropy.js), on SQLite and (when QENTROPY_PG_URL is set) PostgreSQL.
-import { execFile } from 'node:child_process';
+// process (bundled from src/ as bin/qentropy.js runs it), on SQLite and (when QENTROPY_PG_URL is set) PostgreSQL.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 
 import { AccountStore } from '../src/accounts/index.js';
 import type { Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
+import { createTestPackage, runNode, type RunResult, type TestPackage } from './helpers/package.js';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-let buildDir: string;
-
-interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+let pkg: TestPackage;
 
 function run(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(buildDir, 'bin', 'qentropy.js'), ...args],
-      { env: { ...process.env, QENTROPY_CONFIG: path.join(buildDir, 'absent.json'), ...env } },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
+  return runNode(pkg.cli, args, { QENTROPY_CONFIG: path.join(pkg.dir, 'absent.json'), ...env });
 }
 
-/**
- * Compiles the CLI's import graph (src/cli/main.ts and what it imports) into a private
- * directory laid out like the package (bin/, dist/, package.json, node_modules, build/),
- * so the test runs the same bin/qentropy.js users run without touching the shared dist/.
- */
-beforeAll(async () => {
-  buildDir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-cli-'));
-  fs.writeFileSync(
-    path.join(buildDir, 'tsconfig.json'),
-    JSON.stringify({
-      extends: path.join(repoRoot, 'tsconfig.json'),
-      compilerOptions: { rootDir: repoRoot, outDir: path.join(buildDir, 'dist'), typeRoots: [path.join(repoRoot, 'node_modules', '@types')], declaration: false, sourceMap: false, noEmitOnError: false },
-      files: [path.join(repoRoot, 'src', 'cli', 'main.ts')],
-      include: [],
-    }),
-  );
-  await new Promise<void>((resolve) => {
-    // Type errors in files other than ours must not stop the test; the emitted JS is checked below.
-    execFile(process.execPath, [path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(buildDir, 'tsconfig.json')], () => resolve());
-  });
-  if (!fs.existsSync(path.join(buildDir, 'dist', 'src', 'cli', 'main.js'))) throw new Error('the CLI did not compile');
-  fs.mkdirSync(path.join(buildDir, 'bin'));
-  fs.copyFileSync(path.join(repoRoot, 'bin', 'qentropy.js'), path.join(buildDir, 'bin', 'qentropy.js'));
-  fs.copyFileSync(path.join(repoRoot, 'package.json'), path.join(buildDir, 'package.json'));
-  fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(buildDir, 'node_modules'));
-  for (const native of ['build', 'prebuilds']) {
-    if (fs.existsSync(path.join(repoRoot, native))) fs.symlinkSync(path.join(repoRoot, native), path.join(buildDir, native));
-  }
-}, 180_000);
+beforeAll(() => {
+  pkg = createTestPackage('token-cli');
+}, 60_000);
 
-afterAll(() => {
-  if (buildDir) fs.rmSync(buildDir, { recursive: true, force: true });
-});
+afterAll(() => pkg?.remove());
 
 describeEachEngine('qentropy token', (engine) => {
   let url: string;

@@ -1,5 +1,5 @@
 // `qentropy daemon` with the feeder role as its own process, as systemd runs it: the CLI is
-// bundled from src/ (esbuild, a second) into a directory laid out like the package. A
+// bundled from src/ into a directory laid out like the package (test/helpers/package.ts). A
 // REAL local entropy server feeds it. Checked: readiness and watchdog over a fake
 // $NOTIFY_SOCKET, SIGHUP reload, SIGTERM mid-feed leaves no partial write and exits
 // within 5 s, `qentropy feeder status`, precise config errors, and as nobody the kernel
@@ -7,37 +7,27 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { FeederStatus } from '../src/feeder/index.js';
 import { Upstream, waitFor } from './feeder-harness.js';
+import { createTestPackage, type TestPackage } from './helpers/package.js';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const isRoot = process.getuid?.() === 0;
 const havePython = spawnSync('sh', ['-c', 'command -v python3']).status === 0;
 const haveSetpriv = spawnSync('sh', ['-c', 'command -v setpriv']).status === 0;
+let pkg: TestPackage;
 let dir: string;
 let cli: string;
 let upstream: Upstream;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-feeder-daemon-'));
-  fs.chmodSync(dir, 0o755);
-  fs.writeFileSync(path.join(dir, 'entry.ts'), `import { main } from ${JSON.stringify(path.join(repoRoot, 'src', 'cli', 'main.ts'))};\nprocess.exitCode = await main(process.argv.slice(2));\n`);
-  const esbuild = path.join(repoRoot, 'node_modules', '.bin', 'esbuild');
-  const r = spawnSync(esbuild, [path.join(dir, 'entry.ts'), '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${path.join(dir, 'qentropy.js')}`, '--log-level=error'], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`esbuild failed: ${r.stderr}`);
-  cli = path.join(dir, 'qentropy.js');
-  fs.copyFileSync(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
-  fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'));
-  for (const native of ['build', 'prebuilds']) {
-    if (fs.existsSync(path.join(repoRoot, native))) fs.symlinkSync(path.join(repoRoot, native), path.join(dir, native));
-  }
+  pkg = createTestPackage('feeder-daemon');
+  dir = pkg.dir;
+  cli = pkg.cli;
   upstream = await Upstream.create(8 * 1024 * 1024);
   await upstream.start();
 }, 60_000);
@@ -45,7 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await upstream?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  pkg?.remove();
 });
 
 interface Daemon {

@@ -1,35 +1,22 @@
-// The PKI and KME commands as users run them: bin/qentropy.js compiled into a private
-// directory, `qentropy pki init|issue` checked with OpenSSL (an independent X.509 parser),
+// The PKI and KME commands as users run them: the CLI bundled into a private
+// directory (test/helpers/package.ts), `qentropy pki init|issue` checked with OpenSSL (an independent X.509 parser),
 // and a two-site walk-through with `qentropy kme status|enc|dec` against KME sites running
 // as their own processes, one of them killed (SIGKILL) and restarted between enc and dec.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-let buildDir: string;
-let work: string;
+import { createTestPackage, runNode, srcPath, type RunResult, type TestPackage } from './helpers/package.js';
 
-interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+let pkg: TestPackage;
+let work: string;
+let siteRunner: string;
 
 function run(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(buildDir, 'bin', 'qentropy.js'), ...args],
-      { env: { ...process.env, QENTROPY_CONFIG: path.join(buildDir, 'absent.json'), ...env } },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-    );
-  });
+  return runNode(pkg.cli, args, { QENTROPY_CONFIG: path.join(pkg.dir, 'absent.json'), ...env });
 }
 
 function openssl(args: string[]): Promise<string> {
@@ -38,47 +25,25 @@ function openssl(args: string[]): Promise<string> {
   });
 }
 
-beforeAll(async () => {
-  buildDir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-kme-cli-'));
-  work = path.join(buildDir, 'work');
+beforeAll(() => {
+  pkg = createTestPackage('kme-cli');
+  work = path.join(pkg.dir, 'work');
   fs.mkdirSync(work);
-  fs.writeFileSync(
-    path.join(buildDir, 'tsconfig.json'),
-    JSON.stringify({
-      extends: path.join(repoRoot, 'tsconfig.json'),
-      compilerOptions: { rootDir: repoRoot, outDir: path.join(buildDir, 'dist'), typeRoots: [path.join(repoRoot, 'node_modules', '@types')], declaration: false, sourceMap: false, noEmitOnError: false },
-      files: [path.join(repoRoot, 'src', 'cli', 'main.ts'), path.join(repoRoot, 'src', 'kme', 'site.ts')],
-      include: [],
-    }),
-  );
-  await new Promise<void>((resolve) => {
-    execFile(process.execPath, [path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(buildDir, 'tsconfig.json')], () => resolve());
-  });
-  if (!fs.existsSync(path.join(buildDir, 'dist', 'src', 'kme', 'site.js'))) throw new Error('the KME did not compile');
-  fs.mkdirSync(path.join(buildDir, 'bin'));
-  fs.copyFileSync(path.join(repoRoot, 'bin', 'qentropy.js'), path.join(buildDir, 'bin', 'qentropy.js'));
-  fs.copyFileSync(path.join(repoRoot, 'package.json'), path.join(buildDir, 'package.json'));
-  fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(buildDir, 'node_modules'));
-  for (const native of ['build', 'prebuilds']) {
-    if (fs.existsSync(path.join(repoRoot, native))) fs.symlinkSync(path.join(repoRoot, native), path.join(buildDir, native));
-  }
   // A one-site runner, as the daemon's kme role would run it.
-  fs.writeFileSync(
-    path.join(buildDir, 'site.mjs'),
+  siteRunner = pkg.bundle(
+    'site.mjs',
     `import fs from 'node:fs';
-import { parseKmeConfig } from './dist/src/config/sections/kme.js';
-import { KmeSite } from './dist/src/kme/site.js';
-import { systemSeedSource } from './dist/src/kme/seed-source.js';
+import { parseKmeConfig } from ${JSON.stringify(srcPath('config/sections/kme.ts'))};
+import { KmeSite } from ${JSON.stringify(srcPath('kme/site.ts'))};
+import { systemSeedSource } from ${JSON.stringify(srcPath('kme/seed-source.ts'))};
 const site = await KmeSite.create(parseKmeConfig(JSON.parse(fs.readFileSync(process.argv[2], 'utf8'))), { seedSource: systemSeedSource() });
 await site.start();
 process.stdout.write('listening ' + site.port + '\\n');
 `,
   );
-}, 240_000);
+}, 60_000);
 
-afterAll(() => {
-  if (buildDir) fs.rmSync(buildDir, { recursive: true, force: true });
-});
+afterAll(() => pkg?.remove());
 
 const mode = (f: string): number => fs.statSync(f).mode & 0o777;
 
@@ -157,7 +122,7 @@ async function freePort(): Promise<number> {
 
 function startSite(configFile: string): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(buildDir, 'site.mjs'), configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [siteRunner, configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout!.on('data', (d) => {
