@@ -474,6 +474,43 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     expect(attempts.filter((x) => 'status' in x).every((x) => (x as { status: number }).status === 400)).toBe(true);
   });
 
+  // Both directions, so the retrieving site runs on each engine under test (A) and on SQLite (B).
+  it.each([
+    { origin: 'A', maker: 'a1', peer: 'B', taker: 'b1' },
+    { origin: 'B', maker: 'b1', peer: 'A', taker: 'a2' },
+  ])('concurrent dec_keys with overlapping key IDs at $peer: each key goes to one request; a request that loses one gets none', async ({ origin, maker, peer, taker }) => {
+    const made = await cluster.sae(origin, maker).encKeys(peer, { number: 30 });
+    const byId = new Map(made.map((k) => [k.key_ID, k]));
+    const b = cluster.client(peer, cluster.saeCerts[taker]!, 16);
+    // Requests [k0,k1], [k1,k2], …, [k28,k29] all at once (they share group commits at B),
+    // plus one request naming an unknown key in the same burst.
+    const pairs = made.slice(0, -1).map((k, i) => [k.key_ID, made[i + 1]!.key_ID]);
+    const unknown = b.decKeys(origin, ['0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e02']).then(
+      () => 200,
+      (e: EtsiClientError) => e.status,
+    );
+    const outcomes = await Promise.all(
+      pairs.map((ids) =>
+        b.decKeys(origin, ids).then(
+          (got) => ({ ids, got }),
+          (e: EtsiClientError) => ({ ids, status: e.status }),
+        ),
+      ),
+    );
+    expect(await unknown).toBe(400);
+    const won = outcomes.filter((o): o is { ids: string[]; got: typeof made } => 'got' in o);
+    const lost = outcomes.filter((o) => 'status' in o);
+    expect(won.length).toBeGreaterThan(0);
+    for (const o of lost) expect((o as { status: number }).status).toBe(400);
+    const taken = won.flatMap((o) => o.got);
+    for (const k of taken) expect(k).toEqual(byId.get(k.key_ID));
+    expect(new Set(taken.map((k) => k.key_ID)).size).toBe(taken.length); // no key twice
+    // The losers consumed nothing: every key not won is still there, exactly once.
+    const rest = made.filter((k) => !taken.some((t) => t.key_ID === k.key_ID));
+    for (const k of rest) expect(await b.decKeys(origin, [k.key_ID])).toEqual([k]);
+    for (const k of made) await expectEtsiError(b.decKeys(origin, [k.key_ID]), 400);
+  });
+
   it('two instances of site A on one database serve the same keys', async () => {
     const cfg = cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes: { b1: 'B', b2: 'B', c1: 'C' }, listen: { host: '127.0.0.1', port: 0 } });
     const second = await KmeSite.create(cfg, { seedSource: systemSeedSource(), db: await engine.open() });

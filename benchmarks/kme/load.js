@@ -2,7 +2,7 @@
 // keep-alive connections, each issuing requests back to back for SECONDS.
 //   node load.js JSON_ARGS
 // args: { url, cert, key, ca, op: 'enc'|'dec', peer, number, size, concurrency, seconds, keyIdsFile? }
-// Prints one JSON line: { requests, keys, errors, seconds, latenciesMs: {p50, p99} } and,
+// Prints one JSON line: { requests, keys, errors, seconds, latenciesMs: {p50, p99}, cpuSeconds } and,
 // for 'enc' with keyIdsFile, writes the key IDs made (for a following 'dec' run).
 import fs from 'node:fs';
 
@@ -54,14 +54,20 @@ async function one() {
   return true;
 }
 
-// Warm the connections (TLS handshakes) before timing.
-await Promise.all(Array.from({ length: args.concurrency }, () => (args.op === 'enc' ? one() : Promise.resolve(true))));
+// Warm the connections (TLS handshakes) before timing: an enc_keys each, or for dec (whose
+// key IDs must not be spent) a status request each.
+async function status() {
+  const res = await request(`${args.url}/api/v1/keys/${args.peer}/status`, { dispatcher: agent });
+  await res.body.text();
+}
+await Promise.all(Array.from({ length: args.concurrency }, () => (args.op === 'enc' ? one() : status())));
 latencies.length = 0;
 keys = 0;
 errors = 0;
 made.length = 0;
 
 const start = performance.now();
+const cpu0 = process.cpuUsage();
 const deadline = start + args.seconds * 1000;
 await Promise.all(
   Array.from({ length: args.concurrency }, async () => {
@@ -71,8 +77,9 @@ await Promise.all(
   }),
 );
 const seconds = (performance.now() - start) / 1000;
+const cpu = process.cpuUsage(cpu0);
 latencies.sort((a, b) => a - b);
 const pct = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] : NaN);
 if (args.op === 'enc' && args.keyIdsFile) fs.writeFileSync(args.keyIdsFile, JSON.stringify(made));
-process.stdout.write(`${JSON.stringify({ requests: latencies.length, keys, errors, seconds, latenciesMs: { p50: pct(50), p99: pct(99) } })}\n`);
+process.stdout.write(`${JSON.stringify({ requests: latencies.length, keys, errors, seconds, latenciesMs: { p50: pct(50), p99: pct(99) }, cpuSeconds: (cpu.user + cpu.system) / 1e6 })}\n`);
 await agent.close();

@@ -21,6 +21,8 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 6);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const maxPerRequest = 128;
 const TARGET_KEYS_PER_S = 2000;
+// BENCH_OPS=enc1,dec1,encmax,material picks the runs (default all; dec1 needs enc1 first).
+const ops = new Set((process.env.BENCH_OPS ?? 'enc1,dec1,encmax,material').split(','));
 
 const { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } = await import(dist('src/pki/certs.js'));
 
@@ -55,7 +57,28 @@ function startSite(configFile) {
   });
 }
 
-function runLoad(args) {
+/** CPU seconds (user + system) a child process has used so far, from /proc (Linux). */
+function cpuSecondsOf(pid) {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
+let sites = [];
+
+/** Runs the SAE load and adds the CPU the two sites used meanwhile (ms per key, per process). */
+async function runLoad(args) {
+  const before = sites.map((c) => cpuSecondsOf(c.pid));
+  const r = await runLoadProcess(args);
+  const after = sites.map((c) => cpuSecondsOf(c.pid));
+  r.siteCpuSeconds = after.map((a, i) => a - before[i]);
+  return r;
+}
+
+function runLoadProcess(args) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(here, 'load.js'), JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -125,6 +148,7 @@ async function main() {
     };
     children.push(await startSite(file(`config-${id}.json`, JSON.stringify(cfg))));
   }
+  sites = children;
   const sae = (name, site) => ({
     url: `https://127.0.0.1:${ports[site]}`,
     cert: path.join(dir, `sae-${name}.crt`),
@@ -134,13 +158,20 @@ async function main() {
   const idsFile = path.join(dir, 'ids.json');
   try {
     const results = [];
-    const enc1 = await runLoad({ ...sae('a1', 'A'), op: 'enc', peer: 'B', number: 1, size: 256, concurrency, seconds, keyIdsFile: idsFile });
-    results.push(['enc_keys number=1', enc1]);
-    const dec1 = await runLoad({ ...sae('b1', 'B'), op: 'dec', peer: 'A', number: 1, size: 256, concurrency, seconds, keyIdsFile: idsFile });
-    results.push(['dec_keys number=1', dec1]);
-    const encMax = await runLoad({ ...sae('a1', 'A'), op: 'enc', peer: 'B', number: maxPerRequest, size: 256, concurrency, seconds });
-    results.push([`enc_keys number=${maxPerRequest}`, encMax]);
-    const material = await keyMaterialPath(200_000, 256);
+    let enc1;
+    if (ops.has('enc1') || ops.has('dec1')) {
+      enc1 = await runLoad({ ...sae('a1', 'A'), op: 'enc', peer: 'B', number: 1, size: 256, concurrency, seconds, keyIdsFile: idsFile });
+      results.push(['enc_keys number=1', enc1]);
+    }
+    if (ops.has('dec1')) {
+      const dec1 = await runLoad({ ...sae('b1', 'B'), op: 'dec', peer: 'A', number: 1, size: 256, concurrency, seconds, keyIdsFile: idsFile });
+      results.push(['dec_keys number=1', dec1]);
+    }
+    if (ops.has('encmax')) {
+      const encMax = await runLoad({ ...sae('a1', 'A'), op: 'enc', peer: 'B', number: maxPerRequest, size: 256, concurrency, seconds });
+      results.push([`enc_keys number=${maxPerRequest}`, encMax]);
+    }
+    const material = ops.has('material') ? await keyMaterialPath(200_000, 256) : undefined;
 
     const pad = (s, n) => String(s).padEnd(n);
     const num = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
@@ -150,9 +181,18 @@ async function main() {
       const target = name === 'enc_keys number=1' ? `≥ ${TARGET_KEYS_PER_S} keys/s: ${r.keys / r.seconds >= TARGET_KEYS_PER_S ? 'met' : 'NOT met'}` : '';
       console.log(`${pad(name, 22)}${pad(num(r.keys / r.seconds), 10)}${pad(num(r.requests / r.seconds), 10)}${pad(num(r.latenciesMs.p50, 1), 9)}${pad(num(r.latenciesMs.p99, 1), 9)}${pad(r.errors, 8)}${target}`);
     }
+    // CPU per request is what decides the rate on a saturated 2-core machine; unlike keys/s it
+    // hardly depends on what else runs there.
+    console.log(`\nCPU per request, ms (site A, site B, SAE client process; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}):`);
+    for (const [name, r] of results) {
+      const per = (s) => num((s * 1000) / Math.max(1, r.requests), 3);
+      const total = r.siteCpuSeconds[0] + r.siteCpuSeconds[1] + r.cpuSeconds;
+      console.log(`  ${pad(name, 22)}A ${pad(per(r.siteCpuSeconds[0]), 7)} B ${pad(per(r.siteCpuSeconds[1]), 7)} SAE ${pad(per(r.cpuSeconds), 7)} total ${per(total)} (→ at most ${num((os.cpus().length * r.requests) / total)} req/s on ${os.cpus().length} idle cores)`);
+    }
+    if (!material) return;
     console.log(`\nkey-material path alone (seed → HKDF-SHA-256 → AES-GCM seal → SQLite insert, batches of 256, one process):`);
     console.log(`  ${num(material.keysPerS)} keys/s stored; seed+HKDF+seal alone ${num(material.deriveKeysPerS)} keys/s`);
-    console.log(`  = ${num(material.keysPerS / (enc1.keys / enc1.seconds), 1)}× the end-to-end enc_keys number=1 rate: not the bottleneck.`);
+    console.log(`  = ${num(material.keysPerS / (enc1 ? enc1.keys / enc1.seconds : NaN), 1)}× the end-to-end enc_keys number=1 rate: not the bottleneck.`);
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));

@@ -13,5 +13,8 @@ const site = await KmeSite.create(config, { seedSource: systemSeedSource() });
 await site.start();
 process.stdout.write(`listening ${site.port}\n`);
 process.on('SIGTERM', () => {
+  // Group-commit statistics: how many operations shared each transaction (one fsync each).
+  const stats = site.service.writes?.stats;
+  if (stats) process.stderr.write(`site ${config.id}: ${stats.operations} write operations in ${stats.transactions} transactions\n`);
   void site.stop().then(() => process.exit(0));
 });

@@ -1,10 +1,13 @@
 // The origin side of the two-phase delivery, batched per peer. Concurrent enc_keys calls
 // for the same peer are gathered into one batch (no added wait: a batch leaves as soon as a
-// slot is free): one transaction stores them pending, one inter-KME call delivers them, one
-// statement activates them. Each caller's promise settles only after its keys are active,
-// so enc_keys never answers with a key the peer does not durably hold.
+// slot is free): one operation stores them pending, one inter-KME call delivers them, one
+// operation activates them. The operations go through the KME's group commit, where one
+// batch's activation shares a transaction (one fsync) with the next batch's pending insert.
+// Each caller's promise settles only after its keys are active (committed), so enc_keys
+// never answers with a key the peer does not durably hold.
 import type { Logger } from './logger.js';
 import { unavailable } from './errors.js';
+import type { GroupCommit } from './group-commit.js';
 import type { NoticeSender } from './notices.js';
 import { PeerCallError, type PeerClient } from './peer-client.js';
 import { ACTIVE, type KeyRow, type KeyStore } from './store.js';
@@ -49,6 +52,7 @@ export class LinkSender {
   constructor(
     private readonly peer: PeerClient,
     private readonly store: KeyStore,
+    private readonly writes: GroupCommit,
     private readonly notices: NoticeSender,
     private readonly log: Logger,
     opts: LinkSenderOptions = {},
@@ -75,14 +79,21 @@ export class LinkSender {
         batch.push(item);
       }
       this.inflight++;
-      void this.send(batch).finally(() => {
+      let released = false;
+      // The slot is freed as soon as the peer has confirmed, before the activation commit:
+      // the next batch's pending insert then joins the same group commit as this batch's
+      // activation (one fsync for both) instead of waiting for it.
+      const release = (): void => {
+        if (released) return;
+        released = true;
         this.inflight--;
         this.pump();
-      });
+      };
+      void this.send(batch, release).finally(release);
     }
   }
 
-  private async send(batch: Item[]): Promise<void> {
+  private async send(batch: Item[], delivered: () => void): Promise<void> {
     const rows = batch.flatMap((i) => i.rows);
     const wire = batch.flatMap((i) => i.wire);
     const ids = rows.map((r) => r.key_id);
@@ -91,7 +102,7 @@ export class LinkSender {
     // Phase 1: pending here. A crash after this leaves pending rows that maintenance
     // removes (and cancels at the peer), never a half-delivered active key.
     try {
-      await this.store.db.transaction((tx) => this.store.insertKeys(tx, rows));
+      await this.writes.run((tx) => this.store.insertKeys(tx, rows));
     } catch (err) {
       this.log.error({ err: (err as Error).message, peer: this.peer.peerId }, 'kme: storing pending keys failed');
       fail(unavailable('the key store is unavailable'));
@@ -110,8 +121,9 @@ export class LinkSender {
     }
 
     // Phase 3: active here; only now do the callers get their keys.
+    delivered();
     try {
-      await this.store.setState(this.store.db, ids, ACTIVE);
+      await this.writes.run((tx) => this.store.setState(tx, ids, ACTIVE));
     } catch (err) {
       this.log.error({ err: (err as Error).message, peer: this.peer.peerId }, 'kme: activating keys failed');
       await this.abandon(ids, true);
@@ -124,7 +136,7 @@ export class LinkSender {
   /** Deletes the pending keys here and, when the peer may hold them, tells it to drop them. */
   private async abandon(ids: string[], maybeDelivered: boolean): Promise<void> {
     try {
-      await this.store.db.transaction(async (tx) => {
+      await this.writes.run(async (tx) => {
         await this.store.deleteKeys(tx, ids);
         if (maybeDelivered) await this.notices.enqueue(tx, this.peer.peerId, 'cancel', ids);
       });

@@ -8,6 +8,7 @@ import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
 import { deriveKey, SEED_BYTES, suiteFor } from './derive.js';
 import { badRequest, EtsiError, unauthorized, unavailable } from './errors.js';
+import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
 import { silentLogger, type Logger } from './logger.js';
 import { NoticeSender } from './notices.js';
@@ -68,6 +69,8 @@ export class KmeService {
   readonly id: string;
   readonly store: KeyStore;
   readonly notices: NoticeSender;
+  /** Every durable change goes through here: concurrent requests share one commit. */
+  readonly writes: GroupCommit;
   private readonly log: Logger;
   private readonly peerClients = new Map<string, PeerClient>();
   private readonly senders = new Map<string, LinkSender>();
@@ -79,11 +82,12 @@ export class KmeService {
     this.id = opts.id;
     this.store = opts.store;
     this.log = opts.logger ?? silentLogger;
+    this.writes = new GroupCommit(this.store.db);
     this.notices = new NoticeSender(this.store, this.peerClients, opts.keyTtlSeconds * 1000, this.log);
     for (const [peerId, peer] of Object.entries(opts.peers)) {
       const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs);
       this.peerClients.set(peerId, client);
-      this.senders.set(peerId, new LinkSender(client, this.store, this.notices, this.log));
+      this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log));
       this.psks.set(peerId, peer.psk);
       this.suites.set(peerId, suiteFor(peer.psk));
     }
@@ -256,7 +260,7 @@ export class KmeService {
     const now = Date.now();
     const origins = new Map<string, string[]>();
 
-    const rows = await this.store.db.transaction(async (tx) => {
+    const rows = await this.writes.run(async (tx) => {
       origins.clear();
       const found = await this.store.getKeys(tx, keyIds);
       const byId = new Map(found.filter((r) => r.state === ACTIVE && r.expires > now).map((r) => [r.key_id, r]));
@@ -377,7 +381,7 @@ export class KmeService {
 
     await this.reserve(origin, rows.length);
     try {
-      await this.store.db.transaction(async (tx) => {
+      await this.writes.run(async (tx) => {
         const cancelled = new Set(await this.store.tombstoned(tx, rows.map((r) => r.key_id)));
         // A delivery that arrives after the origin cancelled it is dropped: the origin told its SAE 503.
         const fresh = rows.filter((r) => !cancelled.has(r.key_id));
@@ -424,7 +428,7 @@ export class KmeService {
     const origin = this.callerKme(caller);
     const ids = this.parseIdList(body);
     const tombstoneUntil = Date.now() + this.opts.keyTtlSeconds * 1000;
-    const n = await this.store.db.transaction(async (tx) => {
+    const n = await this.writes.run(async (tx) => {
       await this.store.addTombstones(tx, ids, tombstoneUntil);
       return this.store.deleteKeys(tx, ids, ' AND origin = $1 AND peer = $2', [origin, this.id]);
     });
@@ -437,7 +441,7 @@ export class KmeService {
   async retrieved(caller: CertIdentity, body: unknown): Promise<{ removed: number }> {
     const peer = this.callerKme(caller);
     const ids = this.parseIdList(body);
-    const n = await this.store.deleteKeys(this.store.db, ids, ' AND origin = $1 AND peer = $2', [this.id, peer]);
+    const n = await this.writes.run((tx) => this.store.deleteKeys(tx, ids, ' AND origin = $1 AND peer = $2', [this.id, peer]));
     this.release(peer, n);
     return { removed: n };
   }
@@ -469,6 +473,7 @@ export class KmeService {
 
   async close(): Promise<void> {
     await this.notices.idle();
+    await this.writes.idle();
     await Promise.all([...this.peerClients.values()].map((c) => c.close()));
   }
 }
