@@ -287,6 +287,81 @@ describeEachEngine('accounts', (engine) => {
     });
   });
 
+  describe('admit: rate limit and allotment in one group-committed step', () => {
+    it('200 concurrent 1 KiB admits over 10 tokens against 100 KiB, on two instances: exactly 100 reserved', async () => {
+      const other = await secondInstance();
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 100 * 1024 });
+      const tokens = await Promise.all(Array.from({ length: 10 }, () => store.createToken(account.id)));
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          (i % 2 ? other : store).admit(tokens[i % 10]!.info.id, account, 1024, T0 + (i % 7)),
+        ),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(100);
+      expect(results.filter((r) => !r.ok && r.refusal === 'allotment')).toHaveLength(100);
+      const usage = await store.usage(account.id);
+      expect(usage.usedBytes).toBe(100 * 1024);
+    });
+
+    it('60 concurrent admits of one token on two instances: 30 rate limited and nothing taken for them', async () => {
+      const other = await secondInstance();
+      const alice = await store.createAccount({ name: 'alice', allotmentBytes: 10 * 1024 });
+      const bob = await store.createAccount({ name: 'bob', allotmentBytes: 5 * 1024 });
+      const a = await store.createToken(alice.id);
+      const b = await store.createToken(bob.id);
+      // Interleaved with another account's token in the same batches (other rows, other locks).
+      const results = await Promise.all(
+        Array.from({ length: 120 }, (_, i) => {
+          const instance = (i >> 1) % 2 ? other : store;
+          return i % 2 ? instance.admit(b.info.id, bob, 1024, T0 + i) : instance.admit(a.info.id, alice, 1024, T0 + i);
+        }),
+      );
+      for (const [account, token, allotmentBlocks] of [
+        [alice, a, 10],
+        [bob, b, 5],
+      ] as const) {
+        const mine = results.filter((_, i) => (i % 2 ? bob : alice) === account);
+        expect(mine.filter((r) => !r.ok && r.refusal === 'rate-limit')).toHaveLength(30);
+        expect(mine.filter((r) => r.ok)).toHaveLength(allotmentBlocks);
+        expect(mine.filter((r) => !r.ok && r.refusal === 'allotment')).toHaveLength(30 - allotmentBlocks);
+        // Rate-limited requests took nothing; the 30 counted ones fill the window exactly.
+        expect((await store.usage(account.id)).usedBytes).toBe(allotmentBlocks * 1024);
+        expect((await other.rateLimit(token.info.id, T0 + 200)).allowed).toBe(false);
+      }
+    });
+
+    it('is exact at the window edges, and checks the rate limit (429) before the allotment (403)', async () => {
+      const other = await secondInstance();
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 0 });
+      const { info } = await store.createToken(account.id);
+      // Allotment refusals still count in the window: they passed the rate limit.
+      for (let i = 0; i < 30; i++) {
+        expect(await (i % 2 ? other : store).admit(info.id, account, 1, T0 + i * 100)).toMatchObject({ ok: false, refusal: 'allotment' });
+      }
+      expect(await other.admit(info.id, account, 1, T0 + 2950)).toEqual({ ok: false, refusal: 'rate-limit', retryAfterSeconds: 8 });
+      expect(await store.admit(info.id, account, 1, T0 + 9999)).toEqual({ ok: false, refusal: 'rate-limit', retryAfterSeconds: 1 });
+      expect(await other.admit(info.id, account, 1, T0 + 10_000)).toMatchObject({ ok: false, refusal: 'allotment' });
+      expect(await store.admit(info.id, account, 1, T0 + 10_000)).toMatchObject({ ok: false, refusal: 'rate-limit' });
+      await store.updateAccount(account.id, { allotmentBytes: 1 });
+      const fresh = (await store.getAccountById(account.id))!;
+      const ok = await store.admit(info.id, fresh, 1, T0 + 10_100);
+      expect(ok.ok).toBe(true);
+      expect((await store.usage(account.id, T0 + 10_100)).usedBytes).toBe(1);
+    });
+
+    it('a reservation is committed when admit resolves: another instance sees it and a restart keeps it', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 4096 });
+      const { info } = await store.createToken(account.id);
+      expect((await store.admit(info.id, account, 3000, T0)).ok).toBe(true);
+      const other = await secondInstance();
+      expect(await other.admit(info.id, account, 2000, T0)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 1096 });
+      await db.close();
+      db = await engine.open();
+      store = await AccountStore.open(db, { clock: clock.read });
+      expect((await store.usage(account.id)).usedBytes).toBe(3000);
+    });
+  });
+
   it('a restart keeps accounts, tokens, usage and revocations', async () => {
     const account = await store.createAccount({ name: 'alice', allotmentBytes: 10_000 });
     const kept = await store.createToken(account.id);

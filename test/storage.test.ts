@@ -1,12 +1,13 @@
 // The storage layer, run identically on SQLite and (when QENTROPY_PG_URL is set) PostgreSQL.
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import ts from 'typescript';
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { CommitBatcher } from '../src/storage/batch.js';
 import { openDatabase, parseStorageUrl, type Db } from '../src/storage/db.js';
@@ -198,11 +199,88 @@ describe('storage [sqlite] file', () => {
       expect(fs.statSync(`${file}-wal`).mode & 0o777).toBe(0o600);
       expect(fs.statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
       expect(await db.query('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
-      expect(await db.query('PRAGMA synchronous')).toEqual([{ synchronous: 2 }]); // FULL
+      // NORMAL: durable commits are flushed by the WAL syncer instead (tested below).
+      expect(await db.query('PRAGMA synchronous')).toEqual([{ synchronous: 1 }]);
       expect(await db.query('PRAGMA foreign_keys')).toEqual([{ foreign_keys: 1 }]);
     } finally {
       await db.close();
     }
+  });
+
+  describe('durable commits', () => {
+    /**
+     * Watches the real fdatasync calls on the WAL (calling through to them): for each, whether
+     * `marker` was already in the WAL when the flush was issued, and when it completed.
+     */
+    function watchFlushes(wal: string, marker: string) {
+      const flushes: Array<{ hadMarker: boolean; done: boolean }> = [];
+      const real = fs.fdatasync;
+      const spy = vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+        const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+        if (target !== wal) return real(fd, cb);
+        const flush = { hadMarker: fs.readFileSync(wal).includes(marker), done: false };
+        flushes.push(flush);
+        real(fd, (err) => {
+          flush.done = true;
+          cb(err);
+        });
+      }) as typeof fs.fdatasync);
+      /** True when a flush issued after the marker reached the WAL has completed. */
+      const covered = () => flushes.some((f) => f.hadMarker && f.done);
+      return { flushes, covered, restore: () => spy.mockRestore() };
+    }
+
+    let db: Db;
+    let wal: string;
+    beforeEach(async () => {
+      const file = path.join(dir, 'durable.db');
+      db = await openDatabase({ url: `sqlite:${file}` });
+      await db.migrate('t', MIGRATIONS);
+      wal = fs.realpathSync(`${file}-wal`);
+    });
+    afterEach(async () => {
+      vi.restoreAllMocks();
+      await db.close();
+    });
+
+    it('a statement that writes resolves only after the WAL holding it is flushed to disk', async () => {
+      const marker = `m-${crypto.randomBytes(8).toString('hex')}`;
+      const watch = watchFlushes(wal, marker);
+      await db.execute('INSERT INTO counters (name, value) VALUES ($1, 1)', [marker]);
+      expect(watch.covered()).toBe(true);
+      // A read commits nothing and waits for no flush.
+      const before = watch.flushes.length;
+      await db.query('SELECT * FROM counters');
+      expect(watch.flushes.length).toBe(before);
+    });
+
+    it('a transaction resolves only after its commit is flushed; a non-durable one does not wait', async () => {
+      const marker = `m-${crypto.randomBytes(8).toString('hex')}`;
+      const watch = watchFlushes(wal, marker);
+      await db.transaction((tx) => tx.execute('INSERT INTO counters (name, value) VALUES ($1, 1)', [marker]));
+      expect(watch.covered()).toBe(true);
+      const lazy = `m-${crypto.randomBytes(8).toString('hex')}`;
+      const lazyWatch = watchFlushes(wal, lazy);
+      await db.transaction((tx) => tx.execute('INSERT INTO counters (name, value) VALUES ($1, 1)', [lazy]), { durable: false });
+      expect(lazyWatch.flushes).toHaveLength(0);
+    });
+
+    it('concurrent commits each wait for a flush issued after their own write, and share flushes', async () => {
+      const markers = Array.from({ length: 40 }, (_, i) => `m${i}-${crypto.randomBytes(6).toString('hex')}`);
+      const watches = markers.map((m) => watchFlushes(wal, m));
+      const batcher = new CommitBatcher(db, (tx, name: string) => tx.execute('INSERT INTO counters (name, value) VALUES ($1, 1)', [name]));
+      await Promise.all(
+        markers.map(async (m, i) => {
+          // Half as single statements, half through the group-commit batcher, interleaved.
+          if (i % 2) await batcher.submit(m);
+          else await db.execute('INSERT INTO counters (name, value) VALUES ($1, 1)', [m]);
+          expect(watches[i]!.covered()).toBe(true);
+        }),
+      );
+      // Every spy saw the same calls: fewer flushes than the 21 commits (20 statements + 1 batch).
+      expect(watches[0]!.flushes.length).toBeLessThan(21);
+      expect(await db.query('SELECT COUNT(*) AS n FROM counters')).toEqual([{ n: 40 }]);
+    });
   });
 
   it('tightens an existing database file that others could read', async () => {

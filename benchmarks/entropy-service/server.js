@@ -1,6 +1,11 @@
 // One server under test, run in its own process by run.js:
-//   node server.js service <size> <tokensFile>   the entropy role's app (compiled, dist/)
-//   node server.js ceiling <size>                 a bare node:http handler, precomputed body
+//   node server.js ceiling <size>                          a bare node:http handler, precomputed body
+//   node server.js service <size> <tokensFile>            the entropy role's app (compiled, dist/),
+//                                                          pool filled by getrandom as it drains
+//   node server.js service-prefilled <size> <tokensFile>  the same app, its pool filled before
+//                                                          the run and the filler stopped (no
+//                                                          source cost during the measurement)
+//   node server.js service-memory <size> <tokensFile>     accounts in memory (diagnostic)
 // Prints "listening <port>" once ready. Both serve plain HTTP on 127.0.0.1, so the figures
 // compare request handling, not TLS.
 import crypto from 'node:crypto';
@@ -43,18 +48,41 @@ if (mode === 'ceiling') {
   // SQLite in a temp dir by default; BENCH_STORAGE_URL=postgres://... measures PostgreSQL.
   const db = await openDatabase({ url: process.env.BENCH_STORAGE_URL ?? `sqlite:${path.join(dir, 'bench.db')}` });
   const store = await AccountStore.open(db);
-  const account = await store.createAccount({ name: `bench-${process.pid}-${Date.now()}`, allotmentBytes: null });
+  // A finite allotment (1 PiB per month): every request takes the durable reservation path
+  // an allotted account takes, not a shortcut for unlimited accounts.
+  const account = await store.createAccount({ name: `bench-${process.pid}-${Date.now()}`, allotmentBytes: 2 ** 50 });
   // Enough tokens that none exceeds 30 requests per 10 s at the rates measured here:
   // the rate-limit and allotment work of every request is real.
   const tokens = [];
-  for (let i = 0; i < Number(process.env.BENCH_TOKENS ?? 4000); i++) tokens.push((await store.createToken(account.id)).token);
+  const wanted = Number(process.env.BENCH_TOKENS ?? 4000);
+  while (tokens.length < wanted) {
+    const n = Math.min(100, wanted - tokens.length);
+    const made = await Promise.all(Array.from({ length: n }, () => store.createToken(account.id)));
+    tokens.push(...made.map((t) => t.token));
+  }
   fs.writeFileSync(tokensFile, JSON.stringify(tokens), { mode: 0o600 });
 
   const source = new GetrandomSource();
-  const pool = new EntropyPool({ capacity: 256 * 1024 * 1024, lowWater: 192 * 1024 * 1024 });
-  const filler = new PoolFiller(pool, source, { chunkSize: 4 * 1024 * 1024 });
-  filler.start();
-  await pool.waitForLevel(pool.capacity);
+  const MiB = 1024 * 1024;
+  let pool;
+  let filler;
+  if (mode === 'service-prefilled') {
+    // Enough for the whole run at up to BENCH_PREFILL_RATE (default 1,000) requests/s; run.js
+    // reports any 503 (pool ran dry) as non-2xx.
+    const seconds = Number(process.env.BENCH_SECONDS ?? 8) + 2;
+    const prefill = Math.min(Number(process.env.BENCH_PREFILL_MIB ?? 6144) * MiB, seconds * Number(process.env.BENCH_PREFILL_RATE ?? 1000) * size * 1024);
+    pool = new EntropyPool({ capacity: Math.max(prefill, 64 * MiB), lowWater: 0 });
+    // Two reads at a time: both cores fill it before the run.
+    while (pool.room > 0) {
+      const parts = await Promise.all([0, 1].map(() => source.read(Math.min(16 * MiB, pool.room))));
+      for (const part of parts) pool.put(part);
+    }
+  } else {
+    pool = new EntropyPool({ capacity: 256 * MiB, lowWater: 192 * MiB });
+    filler = new PoolFiller(pool, source, { chunkSize: 4 * MiB });
+    filler.start();
+    await pool.waitForLevel(pool.capacity);
+  }
   // `service-memory`: the same app with accounts held in memory, to separate the cost of
   // the HTTP/pool/encoder path from the database work per request (not a deployable mode).
   const accounts = mode === 'service-memory' ? memoryAccounts(tokens) : accountsFromStore(store);
@@ -69,7 +97,7 @@ if (mode === 'ceiling') {
   console.log(`listening ${app.server.address().port}`);
   process.on('SIGTERM', async () => {
     await app.close();
-    await filler.stop();
+    await filler?.stop();
     await db.close();
     fs.rmSync(dir, { recursive: true, force: true });
     process.exit(0);
@@ -84,14 +112,11 @@ function memoryAccounts(tokens) {
       const id = known.get(token);
       return id === undefined ? { ok: false, reason: 'unknown' } : { ok: true, tokenId: id, accountId: '1' };
     },
-    async rateLimit(tokenId, now) {
-      const w = (windows.get(tokenId) ?? []).filter((t) => t > now - 10_000);
-      if (w.length >= 30) return { allowed: false, retryAfterMs: w[0] + 10_000 - now };
+    async admit(auth, _bytes, now) {
+      const w = (windows.get(auth.tokenId) ?? []).filter((t) => t > now - 10_000);
+      if (w.length >= 30) return { ok: false, refusal: 'rate-limit', retryAfterMs: w[0] + 10_000 - now };
       w.push(now);
-      windows.set(tokenId, w);
-      return { allowed: true, retryAfterMs: 0 };
-    },
-    async reserve() {
+      windows.set(auth.tokenId, w);
       return { ok: true, release: async () => {} };
     },
   };

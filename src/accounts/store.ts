@@ -9,6 +9,7 @@ import { formatPeriod, parsePeriod, periodWindow, type Period, type PeriodWindow
 import { generateToken, generateTokenId, hashesEqual, hashToken, isWellFormedToken, lookupKey } from './token.js';
 import type {
   Account,
+  AdmitResult,
   AuthResult,
   CreatedToken,
   RateLimitResult,
@@ -99,10 +100,27 @@ interface ReserveRequest {
   window: PeriodWindow;
 }
 
+interface AdmitRequest extends ReserveRequest {
+  tokenId: string;
+  now: number;
+}
+
+/** Indices of `items` sorted by `key`, ties in submission order. */
+function orderBy<T>(items: readonly T[], key: (item: T) => string | number): number[] {
+  return items
+    .map((_, i) => i)
+    .sort((a, b) => {
+      const ka = key(items[a]!);
+      const kb = key(items[b]!);
+      return ka < kb ? -1 : ka > kb ? 1 : a - b;
+    });
+}
+
 export class AccountStore {
   private readonly clock: () => number;
   private readonly rate: RateLimitSettings;
   private readonly reserveBatcher: CommitBatcher<ReserveRequest, ReserveResult>;
+  private readonly admitBatcher: CommitBatcher<AdmitRequest, AdmitResult>;
   private readonly rateBatcher: CommitBatcher<{ tokenId: string; now: number }, RateLimitResult> | undefined;
 
   private constructor(
@@ -112,6 +130,7 @@ export class AccountStore {
     this.clock = options.clock ?? Date.now;
     this.rate = { requests: options.rateLimit?.requests ?? 30, windowMs: options.rateLimit?.windowMs ?? 10_000 };
     this.reserveBatcher = new CommitBatcher(db, (tx, request) => this.reserveIn(tx, request));
+    this.admitBatcher = new CommitBatcher(db, { batch: (tx, requests) => this.admitAll(tx, requests) });
     if (db.engine === 'sqlite') {
       // Checks of one event-loop turn share a transaction; a rate-window write lost in a
       // power cut is harmless, so its commit skips the fsync.
@@ -354,6 +373,52 @@ export class AccountStore {
     );
     const allotment = row?.allotment_bytes ?? account.allotmentBytes ?? 0;
     return { ok: false, remaining: Math.max(0, allotment - (row?.used_bytes ?? 0)), resetsAt: window.end };
+  }
+
+  // ---- rate limit and allotment together ------------------------------------------
+
+  /**
+   * The 429 and 403 checks of one request in one step: counts the request in the token's
+   * rate window (refusing it, with nothing recorded, if the window is full), then reserves
+   * `bytes` of the account's allotment (refusing, with nothing reserved, if they do not
+   * fit). Exactly `rateLimit` followed by `reserveAllotment`, but requests arriving together
+   * share one transaction and one durable commit (group commit), instead of two commits
+   * each. Resolves once committed durably. Pass the Account from `authenticate`.
+   */
+  async admit(tokenId: string, account: Account, bytes: number, now: number = this.clock()): Promise<AdmitResult> {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new Error(`cannot reserve ${bytes} bytes`);
+    return this.admitBatcher.submit({
+      tokenId,
+      account,
+      bytes,
+      now,
+      window: periodWindow(account.period, account.createdAt, now),
+    });
+  }
+
+  /**
+   * One batch of `admit`s in one transaction. All rate windows first (in token order), then
+   * all reservations (in account order): every batch on every instance takes its row locks
+   * in that one global order, so two instances' batches on PostgreSQL wait for each other
+   * but never deadlock. The requests of a batch are concurrent, so any order among them is
+   * one they could have arrived in.
+   */
+  private async admitAll(tx: Queryable, requests: readonly AdmitRequest[]): Promise<AdmitResult[]> {
+    const results: AdmitResult[] = new Array(requests.length);
+    for (const i of orderBy(requests, (r) => r.tokenId)) {
+      const { tokenId, now } = requests[i]!;
+      let rate: RateLimitResult | undefined;
+      // Inside a transaction a lost compare-and-swap (another instance wrote the window)
+      // re-reads: on PostgreSQL each statement sees the latest commit (READ COMMITTED).
+      while (!(rate = await this.rateLimitStep(tx, tokenId, now)));
+      if (!rate.allowed) results[i] = { ok: false, refusal: 'rate-limit', retryAfterSeconds: rate.retryAfterSeconds };
+    }
+    for (const i of orderBy(requests, (r) => r.account.id)) {
+      if (results[i]) continue;
+      const reserved = await this.reserveIn(tx, requests[i]!);
+      results[i] = reserved.ok ? reserved : { ok: false, refusal: 'allotment', remaining: reserved.remaining, resetsAt: reserved.resetsAt };
+    }
+    return results;
   }
 
   /** Gives back a reservation's bytes (to the period they were taken from). */

@@ -37,6 +37,17 @@ export type ReserveResult =
       resetsAt: number;
     };
 
+/**
+ * The outcome of `admit`: the request passed the rate limit and its bytes are reserved, or
+ * it was refused by the rate limit (429; nothing recorded, nothing reserved) or by the
+ * allotment (403; counted in the rate window like any request that passed it, nothing
+ * reserved).
+ */
+export type AdmitResult =
+  | { ok: true; reservation: Reservation }
+  | { ok: false; refusal: 'rate-limit'; retryAfterSeconds: number }
+  | { ok: false; refusal: 'allotment'; remaining: number; resetsAt: number };
+
 export interface Usage {
   periodStart: number;
   resetsAt: number;

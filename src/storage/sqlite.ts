@@ -12,6 +12,9 @@ import Database from 'better-sqlite3';
 import { AsyncMutex } from './mutex.js';
 import { expandMacros, translatePlaceholders } from './sql.js';
 import type { Db, Migration, Queryable, Row, SqlParam, TransactionOptions } from './types.js';
+import { WalSyncer } from './wal-sync.js';
+
+export { NotDurableError } from './wal-sync.js';
 
 /** How long a statement waits for another process's write lock before failing (ms). */
 const BUSY_TIMEOUT_MS = 5000;
@@ -23,6 +26,11 @@ interface SharedConnection {
   mutex: AsyncMutex;
   handles: number;
   key: string;
+  /**
+   * Flushes the WAL for durable commits off the event loop (wal-sync.ts); undefined when
+   * the database is not in WAL mode (in memory), where commits sync inline if at all.
+   */
+  wal: WalSyncer | undefined;
 }
 
 const openFiles = new Map<string, SharedConnection>();
@@ -71,19 +79,28 @@ function openShared(file: string): SharedConnection {
   }
   if (!inMemory) prepareFile(key);
   const sqlite = new Database(inMemory ? ':memory:' : key, { timeout: BUSY_TIMEOUT_MS });
+  let wal: WalSyncer | undefined;
   try {
-    sqlite.pragma('journal_mode = WAL');
-    // FULL: with WAL, NORMAL may lose the last commits on power loss (it syncs only at
-    // checkpoints). Served allotment, stored keys and test records must survive that once
-    // the response has left, so every commit is synced; WAL keeps that to one fsync.
-    sqlite.pragma('synchronous = FULL');
+    const mode = String(sqlite.pragma('journal_mode = WAL', { simple: true }));
+    // Served allotment, stored keys and test records must survive a power loss once the
+    // response has left, so every durable commit is flushed to disk before it resolves.
+    // With WAL, NORMAL syncs only at checkpoints, so on its own it could lose the last
+    // commits; we run NORMAL and flush the WAL ourselves after each durable commit, from
+    // the thread pool (wal-sync.ts): the same guarantee as FULL, without stalling the
+    // event loop for the flush. Outside WAL mode, FULL.
+    if (mode === 'wal') {
+      sqlite.pragma('synchronous = NORMAL');
+      wal = new WalSyncer(`${key}-wal`);
+    } else {
+      sqlite.pragma('synchronous = FULL');
+    }
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   } catch (err) {
     sqlite.close();
     throw err;
   }
-  const shared: SharedConnection = { sqlite, statements: new Map(), mutex: new AsyncMutex(), handles: 1, key };
+  const shared: SharedConnection = { sqlite, statements: new Map(), mutex: new AsyncMutex(), handles: 1, key, wal };
   openFiles.set(key, shared);
   return shared;
 }
@@ -104,10 +121,14 @@ class SqliteRunner implements Queryable {
     return stmt;
   }
 
+  /** Whether the last statement run could have written (outside a transaction: it committed). */
+  wrote = false;
+
   runQuery<T>(sql: string, params: readonly SqlParam[]): T[] {
     const { text, order } = translatePlaceholders(sql);
     const stmt = this.prepare(text);
     const bound = bindParams(order, params);
+    this.wrote = !stmt.readonly;
     if (stmt.reader) return stmt.all(...bound) as T[];
     stmt.run(...bound);
     return [];
@@ -117,6 +138,7 @@ class SqliteRunner implements Queryable {
     const { text, order } = translatePlaceholders(sql);
     const stmt = this.prepare(text);
     const bound = bindParams(order, params);
+    this.wrote = !stmt.readonly;
     if (stmt.reader) return stmt.all(...bound).length;
     return stmt.run(...bound).changes;
   }
@@ -174,25 +196,42 @@ export class SqliteDb implements Db {
   }
 
   async query<T = Row>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
-    this.ensureOpen();
-    if (this.shared.mutex.idle) return this.runner.runQuery<T>(sql, params);
-    return this.shared.mutex.run(() => this.runner.runQuery<T>(sql, params));
+    return this.autocommit(() => this.runner.runQuery<T>(sql, params));
   }
 
   async execute(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    return this.autocommit(() => this.runner.runExecute(sql, params));
+  }
+
+  /** One statement in its own (implicit) transaction; a write is durable when this resolves. */
+  private async autocommit<R>(run: () => R): Promise<R> {
     this.ensureOpen();
-    if (this.shared.mutex.idle) return this.runner.runExecute(sql, params);
-    return this.shared.mutex.run(() => this.runner.runExecute(sql, params));
+    let flushed: Promise<void> | undefined;
+    const step = (): R => {
+      this.shared.wal?.assertHealthy();
+      const result = run();
+      // Asked for while the connection is still ours, so close() waits for this flush.
+      if (this.runner.wrote && this.shared.wal) flushed = this.shared.wal.sync();
+      return result;
+    };
+    const result = this.shared.mutex.idle ? step() : await this.shared.mutex.run(step);
+    if (flushed) await flushed;
+    return result;
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     this.ensureOpen();
     const durable = options.durable ?? true;
-    return this.shared.mutex.run(async () => {
+    const wal = this.shared.wal;
+    let flushed: Promise<void> | undefined;
+    const result = await this.shared.mutex.run(async () => {
       const sqlite = this.shared.sqlite;
-      // Not durable: this commit goes to the WAL without an fsync; the next durable commit
-      // (or checkpoint) syncs it along. Atomicity and crash safety are unchanged.
-      if (!durable) sqlite.pragma('synchronous = NORMAL');
+      // Not durable: this commit goes to the WAL without a flush; the next durable commit
+      // (or checkpoint) flushes it along. Atomicity and crash safety are unchanged.
+      // (Only outside WAL mode is the connection on FULL and needs switching.)
+      const switchSync = !durable && !wal;
+      if (durable) wal?.assertHealthy();
+      if (switchSync) sqlite.pragma('synchronous = NORMAL');
       // IMMEDIATE takes the write lock now, so two processes cannot both read and then
       // deadlock upgrading to write; the busy timeout makes the second one wait.
       sqlite.exec('BEGIN IMMEDIATE');
@@ -201,15 +240,21 @@ export class SqliteDb implements Db {
         const result = await insideTransaction.run({ shared: this.shared, tx }, () => fn(tx));
         tx.active = false;
         sqlite.exec('COMMIT');
+        // Asked for while the connection is still ours, so close() waits for this flush.
+        if (durable && wal) flushed = wal.sync();
         return result;
       } catch (err) {
         tx.active = false;
         if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
         throw err;
       } finally {
-        if (!durable) sqlite.pragma('synchronous = FULL');
+        if (switchSync) sqlite.pragma('synchronous = FULL');
       }
     });
+    // Durable: flushed before the caller hears of the commit. The lock is already released,
+    // so other transactions run (and queue for the next flush) while this one is flushed.
+    if (flushed) await flushed;
+    return result;
   }
 
   async migrate(namespace: string, migrations: readonly Migration[]): Promise<void> {
@@ -240,10 +285,12 @@ export class SqliteDb implements Db {
     if (this.closed) return;
     this.closed = true;
     // Let a running transaction of another handle on this file finish first.
-    await this.shared.mutex.run(() => {
+    await this.shared.mutex.run(async () => {
       this.shared.handles--;
       if (this.shared.handles === 0) {
         openFiles.delete(this.shared.key);
+        // Commits already asked for their flush; let those finish before SQLite removes the WAL.
+        await this.shared.wal?.close();
         this.shared.sqlite.close();
       }
     });
