@@ -93,7 +93,7 @@ export class KmeSite {
     this.timer = setInterval(() => this.runMaintenance(), this.config.maintenanceSeconds * 1000);
     this.timer.unref();
     this.runMaintenance();
-    this.log.info({ kme: this.config.id, url: this.url }, 'kme: listening');
+    this.log.info({ url: this.url }, 'kme: listening');
     return this.url;
   }
 
