@@ -16,7 +16,7 @@ export interface EntropyConfig {
   plainHttp: boolean;
   /** hwrng | device:PATH | rdseed | upstream | getrandom */
   source: string;
-  upstream?: { url: string; tokenFile?: string; token?: string; caFile?: string; blocksPerRequest?: number };
+  upstream?: EntropyApiClientConfig;
   pool: { capacityBytes: number; lowWaterBytes: number; chunkBytes: number };
   health: { minEntropyPerByte: number; failureLimit: number };
   rateLimit: { requests: number; windowMs: number };
@@ -37,9 +37,22 @@ function validateSource(node: ConfigNode): string {
   return source;
 }
 
-function validateUpstream(node: ConfigNode, required: boolean): EntropyConfig['upstream'] {
+/** How to reach another entropy API of the spec's shape (entropy.upstream, quality.entropyApi). */
+export interface EntropyApiClientConfig {
+  url: string;
+  tokenFile?: string;
+  token?: string;
+  caFile?: string;
+  blocksPerRequest?: number;
+}
+
+/**
+ * Validates an entropy API client block. `requiredWhen` is the reason the block must be
+ * present (e.g. 'entropy.source is "upstream"'), or undefined when it is optional.
+ */
+export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string | undefined): EntropyApiClientConfig | undefined {
   if (!node.present) {
-    if (required) node.fail('is required when entropy.source is "upstream"');
+    if (requiredWhen) node.fail(`is required when ${requiredWhen}`);
     return undefined;
   }
   node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest']);
@@ -100,7 +113,7 @@ export const entropySection: ConfigSection<EntropyConfig> = {
     }
 
     const source = validateSource(node.child('source'));
-    const upstream = validateUpstream(node.child('upstream'), source === 'upstream');
+    const upstream = validateEntropyApiClient(node.child('upstream'), source === 'upstream' ? 'entropy.source is "upstream"' : undefined);
 
     const poolNode = node.child('pool').object(['capacityBytes', 'lowWaterBytes', 'chunkBytes']);
     const capacityBytes = poolNode.child('capacityBytes').integer(DEFAULT_CAPACITY, { min: 512 * 1024, max: 2 ** 32 });

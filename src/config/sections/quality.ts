@@ -2,6 +2,7 @@
 // src/roles/quality.ts takes, plus the top-level `storage.url`.
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
+import { validateEntropyApiClient, type EntropyApiClientConfig } from './entropy.js';
 
 /** Where a run's bits come from. */
 export type QualitySourceKind = 'pool' | 'entropy-api';
@@ -31,7 +32,7 @@ export interface QualityConfig {
   source: QualitySourceKind;
   /** For `pool` without an entropy role in this daemon: hwrng | device:PATH | rdseed | getrandom (default: entropy.source). */
   localSource?: string;
-  entropyApi?: { url: string; tokenFile?: string; token?: string; caFile?: string; blocksPerRequest: number };
+  entropyApi?: EntropyApiClientConfig & { blocksPerRequest: number };
   /** A draw that takes longer than this is recorded as an error run (default 300 s). */
   drawTimeoutSeconds: number;
   /** Records older than this are pruned (default 90 days). */
@@ -66,24 +67,8 @@ const KEYS = [
 ];
 
 function validateEntropyApi(node: ConfigNode, required: boolean): QualityConfig['entropyApi'] {
-  if (!node.present) {
-    if (required) node.fail('is required when quality.source is "entropy-api"');
-    return undefined;
-  }
-  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest']);
-  const url = node.child('url').requiredString();
-  if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an http(s) URL, got ${JSON.stringify(url)}`);
-  const tokenFile = node.child('tokenFile').optionalString();
-  const token = node.child('token').optionalString();
-  if (!tokenFile && !token) node.fail('needs tokenFile (or token)');
-  const caFile = node.child('caFile').optionalString();
-  return {
-    url,
-    ...(tokenFile !== undefined ? { tokenFile } : {}),
-    ...(token !== undefined ? { token } : {}),
-    ...(caFile !== undefined ? { caFile } : {}),
-    blocksPerRequest: node.child('blocksPerRequest').integer(512, { min: 1, max: 512 }),
-  };
+  const api = validateEntropyApiClient(node, required ? 'quality.source is "entropy-api"' : undefined);
+  return api && { ...api, blocksPerRequest: api.blocksPerRequest ?? 512 };
 }
 
 function validateLocalSource(node: ConfigNode): string | undefined {
