@@ -1,6 +1,6 @@
 // Typed access to the STS functions of the addon (native/napi/sts.cc).
 import { addon } from '../native/addon.js';
-import type { StsParams, TestName } from './types.js';
+import type { QualityCriteria, StsParams, TestName } from './types.js';
 
 export interface NativeColumn {
   test: TestName;
@@ -21,21 +21,7 @@ export interface NativeSummary {
     proportionOk: boolean;
   }[];
   uniformity: { test: TestName; verdict: 'passed' | 'failed' | 'excluded'; reason: string }[];
-  criteria: {
-    tests_passed: boolean;
-    nist_all_passed: boolean;
-    nist_fails: number;
-    nist_passes: number;
-    nist_success_rate: number | null;
-    nist_min_pass_proportion: number | null;
-    uniformity_all_passed: boolean;
-    uniformity_fails: number;
-    uniformity_passes: number;
-    uniformity_excluded: number;
-    uniformity_success_rate: number | null;
-    strictly_failing: boolean;
-    loosely_failing: boolean;
-  };
+  criteria: QualityCriteria;
   proportionFlags: number;
   uniformityFlags: number;
   repetition: { identical: [number, number][]; periodBits: number };
