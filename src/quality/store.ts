@@ -4,7 +4,7 @@
 // of its own, read back in slices so a response never holds a whole run's bits.
 import type { Db, Queryable } from '../storage/db.js';
 import type { TestResultRecord } from './record.js';
-import { buildRecordFromRow } from './rows.js';
+import { buildRecordFromRow, type RecordColumns } from './rows.js';
 
 /** Bits of tested data kept for a failing run (product.md §5.3; the APIs' randsize maximum). */
 export const KEPT_BITS = 5_242_880;
@@ -74,23 +74,14 @@ export interface NewRun {
   data?: { bytes: Uint8Array; bits: number; expiresMs: number | null };
 }
 
-export interface StoredRunRow {
+/** A quality_runs row: the record's columns (rows.ts) plus the run's bookkeeping. */
+export interface StoredRunRow extends RecordColumns {
   id: number;
   status: RunStatus;
   started_ms: number;
-  completed_ms: number;
   source: string;
   streams: number;
   bits_per_stream: number;
-  tests_passed: number;
-  nist_all_passed: number;
-  nist_fails: number;
-  nist_passes: number;
-  nist_success_rate: number | null;
-  uniformity_all_passed: number;
-  uniformity_fails: number;
-  uniformity_passes: number;
-  uniformity_success_rate: number | null;
   strictly_failing: number;
   loosely_failing: number;
   repetition_flagged: number;
