@@ -88,6 +88,12 @@ describe('health gate on device:PATH', () => {
 
   it('lets good data through unchanged once the start-up tests pass', async () => {
     const data = crypto.randomBytes(256 * 1024);
+    // Good random bytes hold a run of 4 equal bytes about once per 16 MiB, and at H = 7.5
+    // the RCT rightly rejects that block; break such runs so the test is about good data
+    // passing, not about luck (a 1.6 % chance for 256 KiB).
+    for (let i = 3; i < data.length; i++) {
+      if (data[i] === data[i - 1] && data[i] === data[i - 2] && data[i] === data[i - 3]) data[i] ^= 1;
+    }
     const source = createSource(parseSourceSpec(`device:${file('good.bin', data)}`), { createTester: () => createNativeTester(7.5) });
     const { pool } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
     const health = source.health();
@@ -140,8 +146,10 @@ describe('rdseed', () => {
     const source = new HealthGatedSource(new RdseedSource(), { tester: createNativeTester(7.5) });
     const { pool } = await fillFrom(source, 64 * 1024, 5000);
     expect(pool.level).toBe(64 * 1024);
-    expect(source.health().state).toBe('ok');
-    expect(source.health().blocksFailed).toBe(0);
+    // A perfect byte source trips the RCT at H = 7.5 about once per 16 MiB (a run of 4
+    // equal bytes), so one dropped block in these ~64 KiB is correct behaviour, not a fault.
+    expect(source.health().state).not.toBe('failed');
+    expect(source.health().blocksFailed).toBeLessThanOrEqual(1);
   });
 });
 

@@ -11,6 +11,7 @@ import { accountsFromStore } from '../server/account-store.js';
 import { buildEntropyApp, type TlsSettings } from '../server/app.js';
 import { createSource, parseSourceSpec, type BlockTester, type EntropySource } from '../sources/index.js';
 import { openDatabase, type Db } from '../storage/db.js';
+import { readTlsFiles } from './tls-files.js';
 import type { Role, RoleContext } from './types.js';
 
 export interface EntropyRoleConfig {
@@ -162,14 +163,7 @@ export class EntropyRole implements Role {
       if (plainHttp) return undefined;
       throw new Error('entropy.tls: certFile and keyFile are required (or set entropy.plainHttp to serve plain HTTP)');
     }
-    const [cert, key] = await Promise.all([
-      fs.readFile(tls.certFile).catch((err: Error) => {
-        throw new Error(`entropy.tls.certFile: cannot read ${tls.certFile}: ${err.message}`);
-      }),
-      fs.readFile(tls.keyFile).catch((err: Error) => {
-        throw new Error(`entropy.tls.keyFile: cannot read ${tls.keyFile}: ${err.message}`);
-      }),
-    ]);
+    const { cert, key } = await readTlsFiles('entropy', tls);
     return { cert, key, ...(tls.minVersion ? { minVersion: tls.minVersion } : {}) };
   }
 

@@ -15,6 +15,7 @@ import { EntropyApiSource, OwnPoolSource, PoolTapSource, type QualityBitSource }
 import { QualityStore } from '../quality/store.js';
 import { createSource, parseSourceSpec, type BlockTester } from '../sources/index.js';
 import { openDatabase, type Db } from '../storage/db.js';
+import { readTlsFiles } from './tls-files.js';
 import type { Role, RoleContext } from './types.js';
 
 export interface QualityRoleConfig extends QualityConfig {
@@ -155,11 +156,7 @@ export class QualityRole implements Role {
       if (plainHttp) return undefined;
       throw new Error('quality.tls: certFile and keyFile are required (or set quality.plainHttp to serve plain HTTP)');
     }
-    const read = (file: string, key: string) =>
-      fs.readFile(file).catch((err: Error) => {
-        throw new Error(`quality.tls.${key}: cannot read ${file}: ${err.message}`);
-      });
-    const [cert, key] = await Promise.all([read(tls.certFile, 'certFile'), read(tls.keyFile, 'keyFile')]);
+    const { cert, key } = await readTlsFiles('quality', tls);
     return { cert, key, minVersion: tls.minVersion };
   }
 }
