@@ -92,7 +92,7 @@ describe('health gate on device:PATH', () => {
     // the RCT rightly rejects that block; break such runs so the test is about good data
     // passing, not about luck (a 1.6 % chance for 256 KiB).
     for (let i = 3; i < data.length; i++) {
-      if (data[i] === data[i - 1] && data[i] === data[i - 2] && data[i] === data[i - 3]) data[i] ^= 1;
+      if (data[i] === data[i - 1] && data[i] === data[i - 2] && data[i] === data[i - 3]) data[i] = data[i]! ^ 1;
     }
     const source = createSource(parseSourceSpec(`device:${file('good.bin', data)}`), { createTester: () => createNativeTester(7.5) });
     const { pool } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
