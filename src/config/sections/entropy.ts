@@ -5,6 +5,7 @@ import path from 'node:path';
 
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
+import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
 
 export const ENTROPY_SOURCES = ['hwrng', 'device:PATH', 'rdseed', 'upstream', 'getrandom'] as const;
 
@@ -12,7 +13,7 @@ export interface EntropyConfig {
   enabled: boolean;
   listen: { host: string; port: number };
   /** PEM files; required when enabled unless plainHttp. */
-  tls?: { certFile: string; keyFile: string; minVersion: 'TLSv1.2' | 'TLSv1.3' };
+  tls?: ServerTlsConfig;
   plainHttp: boolean;
   /** hwrng | device:PATH | rdseed | upstream | getrandom */
   source: string;
@@ -100,17 +101,7 @@ export const entropySection: ConfigSection<EntropyConfig> = {
     };
 
     const plainHttp = node.child('plainHttp').boolean(false);
-    const tlsNode = node.child('tls').object(['certFile', 'keyFile', 'minVersion']);
-    let tls: EntropyConfig['tls'];
-    if (tlsNode.present) {
-      tls = {
-        certFile: tlsNode.child('certFile').requiredString(),
-        keyFile: tlsNode.child('keyFile').requiredString(),
-        minVersion: tlsNode.child('minVersion').oneOf(['TLSv1.3', 'TLSv1.2'] as const, 'TLSv1.3'),
-      };
-    } else if (enabled && !plainHttp) {
-      tlsNode.fail('certFile and keyFile are required (or set entropy.plainHttp to true to serve plain HTTP)');
-    }
+    const tls = validateServerTls(node.child('tls'), 'entropy', { enabled, plainHttp });
 
     const source = validateSource(node.child('source'));
     const upstream = validateEntropyApiClient(node.child('upstream'), source === 'upstream' ? 'entropy.source is "upstream"' : undefined);

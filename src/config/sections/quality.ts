@@ -2,6 +2,7 @@
 // src/roles/quality.ts takes, plus the top-level `storage.url`.
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
+import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
 import { validateEntropyApiClient, type EntropyApiClientConfig } from './entropy.js';
 
 /** Where a run's bits come from. */
@@ -12,7 +13,7 @@ export interface QualityConfig {
   /** The quality APIs' own listener (the provider serves them from a separate host). */
   listen: { host: string; port: number };
   /** PEM files; required when enabled unless plainHttp. */
-  tls?: { certFile: string; keyFile: string; minVersion: 'TLSv1.2' | 'TLSv1.3' };
+  tls?: ServerTlsConfig;
   plainHttp: boolean;
   /** Seconds between runs (default 600). */
   intervalSeconds: number;
@@ -110,17 +111,7 @@ export const qualitySection: ConfigSection<QualityConfig> = {
       port: listenNode.child('port').integer(QUALITY_DEFAULTS.listen.port, { min: 0, max: 65535 }),
     };
     const plainHttp = node.child('plainHttp').boolean(false);
-    const tlsNode = node.child('tls').object(['certFile', 'keyFile', 'minVersion']);
-    let tls: QualityConfig['tls'];
-    if (tlsNode.present) {
-      tls = {
-        certFile: tlsNode.child('certFile').requiredString(),
-        keyFile: tlsNode.child('keyFile').requiredString(),
-        minVersion: tlsNode.child('minVersion').oneOf(['TLSv1.3', 'TLSv1.2'] as const, 'TLSv1.3'),
-      };
-    } else if (enabled && !plainHttp) {
-      tlsNode.fail('certFile and keyFile are required (or set quality.plainHttp to true to serve plain HTTP)');
-    }
+    const tls = validateServerTls(node.child('tls'), 'quality', { enabled, plainHttp });
 
     const streamsNode = node.child('streams');
     const streams = streamsNode.integer(QUALITY_DEFAULTS.streams, { min: 1, max: 100_000 });
