@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // SQLite handles catch a Db call made inside one of its own transactions (a deadlock).
+    env: { QENTROPY_CHECK_TRANSACTIONS: '1' },
     // Servers, databases and native work: give them room, but keep CI well inside its limit.
     testTimeout: 60_000,
     hookTimeout: 60_000,

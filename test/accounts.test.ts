@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { AccountStore, parseBearer, parsePeriod, periodWindow, type Period } from '../src/accounts/index.js';
-import type { Db } from '../src/storage/db.js';
+import { checkRateWindows } from '../src/accounts/rate-windows.js';
+import type { Db, Queryable } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
 
 const T0 = Date.UTC(2025, 0, 10, 15, 30); // 2025-01-10 15:30 UTC
@@ -276,6 +277,52 @@ describeEachEngine('accounts', (engine) => {
       );
       expect(results.filter((r) => r.allowed)).toHaveLength(30);
       for (const r of results) if (!r.allowed) expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    });
+
+    it('a window another instance wrote between read and write is decided again on a fresh read', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const { info } = await store.createToken(account.id);
+      for (let i = 0; i < 28; i++) await store.rateLimit(info.id, T0 + i);
+      // Between this batch's read of the window (28 counted) and its write, "another
+      // instance" counts two more requests: the write must not apply, and the re-read sees 30.
+      let interfered = false;
+      const results = await db.transaction(async (tx) => {
+        const racing: Queryable = {
+          query: async (sql, params) => {
+            const rows = await tx.query(sql, params);
+            if (!interfered && sql.startsWith('SELECT token_id, stamps, version FROM rate_windows')) {
+              interfered = true;
+              const [row] = await tx.query<{ stamps: string }>('SELECT stamps FROM rate_windows WHERE token_id = $1', [info.id]);
+              await tx.execute('UPDATE rate_windows SET stamps = $1, version = version + 1 WHERE token_id = $2', [
+                `${row!.stamps},${T0 + 100},${T0 + 101}`,
+                info.id,
+              ]);
+            }
+            return rows as never;
+          },
+          execute: (sql, params) => tx.execute(sql, params),
+        };
+        return checkRateWindows(racing, [{ tokenId: info.id, now: T0 + 200 }], { requests: 30, windowMs: 10_000 });
+      });
+      expect(interfered).toBe(true);
+      expect(results).toEqual([{ allowed: false, retryAfterSeconds: 10 }]);
+      // The interfering write stands and nothing of the refused check was recorded.
+      const [row] = await db.query<{ stamps: string }>('SELECT stamps FROM rate_windows WHERE token_id = $1', [info.id]);
+      expect(row!.stamps.split(',')).toHaveLength(30);
+    });
+
+    it('checks of one token in one batch are counted one by one', async () => {
+      const account = await store.createAccount({ name: 'alice' });
+      const { info } = await store.createToken(account.id);
+      const results = await db.transaction((tx) =>
+        checkRateWindows(
+          tx,
+          Array.from({ length: 35 }, (_, i) => ({ tokenId: info.id, now: T0 + i })),
+          { requests: 30, windowMs: 10_000 },
+        ),
+      );
+      expect(results.slice(0, 30).every((r) => r.allowed)).toBe(true);
+      expect(results.slice(30)).toEqual(Array.from({ length: 5 }, () => ({ allowed: false, retryAfterSeconds: 10 })));
     });
 
     it('refused requests do not extend the lockout', async () => {

@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 
 import { CommitBatcher } from '../storage/batch.js';
 import type { Db, Queryable } from '../storage/db.js';
+import { checkRateWindows, type RateCheck } from './rate-windows.js';
 import { ACCOUNTS_MIGRATIONS, ACCOUNTS_NAMESPACE } from './migrations.js';
 import { formatPeriod, parsePeriod, periodWindow, type Period, type PeriodWindow } from './period.js';
 import { generateToken, generateTokenId, hashesEqual, hashToken, isWellFormedToken, lookupKey } from './token.js';
@@ -58,10 +59,6 @@ const ACCOUNT_COLUMNS = 'a.id, a.name, a.allotment_bytes, a.period, a.created_at
 const DUMMY_HASH = crypto.createHash('sha256').update('qentropy: no such token').digest();
 const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
-function parseStamps(text: string): number[] {
-  return text === '' ? [] : text.split(',').map(Number);
-}
-
 function toAccount(row: AccountRow): Account {
   return {
     id: row.id,
@@ -105,15 +102,16 @@ interface AdmitRequest extends ReserveRequest {
   now: number;
 }
 
-/** Indices of `items` sorted by `key`, ties in submission order. */
-function orderBy<T>(items: readonly T[], key: (item: T) => string | number): number[] {
-  return items
-    .map((_, i) => i)
-    .sort((a, b) => {
-      const ka = key(items[a]!);
-      const kb = key(items[b]!);
-      return ka < kb ? -1 : ka > kb ? 1 : a - b;
-    });
+/** The requests' indices grouped by account and period, groups in account order. */
+function groupByAccountPeriod(requests: readonly ReserveRequest[]): number[][] {
+  const groups = new Map<string, number[]>();
+  requests.forEach((r, i) => {
+    const key = `${r.account.id}:${r.window.start}`;
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  return [...groups.values()].sort((a, b) => requests[a[0]!]!.account.id - requests[b[0]!]!.account.id);
 }
 
 export class AccountStore {
@@ -121,7 +119,7 @@ export class AccountStore {
   private readonly rate: RateLimitSettings;
   private readonly reserveBatcher: CommitBatcher<ReserveRequest, ReserveResult>;
   private readonly admitBatcher: CommitBatcher<AdmitRequest, AdmitResult>;
-  private readonly rateBatcher: CommitBatcher<{ tokenId: string; now: number }, RateLimitResult> | undefined;
+  private readonly rateBatcher: CommitBatcher<RateCheck, RateLimitResult>;
 
   private constructor(
     readonly db: Db,
@@ -129,21 +127,11 @@ export class AccountStore {
   ) {
     this.clock = options.clock ?? Date.now;
     this.rate = { requests: options.rateLimit?.requests ?? 30, windowMs: options.rateLimit?.windowMs ?? 10_000 };
-    this.reserveBatcher = new CommitBatcher(db, (tx, request) => this.reserveIn(tx, request));
+    // Requests of one event-loop turn share a transaction and its one durable commit.
+    this.reserveBatcher = new CommitBatcher(db, { batch: (tx, requests) => this.reserveAllIn(tx, requests) });
     this.admitBatcher = new CommitBatcher(db, { batch: (tx, requests) => this.admitAll(tx, requests) });
-    if (db.engine === 'sqlite') {
-      // Checks of one event-loop turn share a transaction; a rate-window write lost in a
-      // power cut is harmless, so its commit skips the fsync.
-      this.rateBatcher = new CommitBatcher(
-        db,
-        async (tx, { tokenId, now }) => {
-          const result = await this.rateLimitStep(tx, tokenId, now);
-          if (!result) throw new Error('rate window changed inside a SQLite transaction'); // cannot happen: one writer
-          return result;
-        },
-        { durable: false },
-      );
-    }
+    // A rate-window write lost in a power cut is harmless, so these commits skip the flush.
+    this.rateBatcher = new CommitBatcher(db, { batch: (tx, checks) => checkRateWindows(tx, checks, this.rate) }, { durable: false });
   }
 
   /** Brings the schema up to date and returns a store on `db` (the caller keeps owning `db`). */
@@ -259,52 +247,13 @@ export class AccountStore {
   // ---- rate limit ----------------------------------------------------------------
 
   /**
-   * Sliding window: a request is allowed when fewer than `requests` (30) allowed requests
-   * of this token happened in the last `windowMs` (10 s), i.e. at times t with
-   * now - windowMs < t. A refused request is not counted (a client that keeps knocking is
-   * not locked out longer). Retry-After is the whole seconds until the oldest counted
-   * request leaves the window (at least 1).
-   *
-   * Shared through the database: each token has one row with its in-window request times
-   * and a version. A request reads the row and, if allowed, writes the new list only if
-   * the version is unchanged (compare-and-swap), retrying otherwise, so concurrent requests
-   * on any number of instances are counted one by one without holding a lock across round
-   * trips. A refusal needs no write: times only leave the window as the clock advances.
+   * Counts a request in the token's sliding window (rate-windows.ts): allowed when fewer
+   * than `requests` (30) allowed requests of this token happened in the last `windowMs`
+   * (10 s), i.e. at times t with now - windowMs < t. Shared through the database, so
+   * concurrent requests on any number of instances are counted one by one.
    */
   async rateLimit(tokenId: string, now: number = this.clock()): Promise<RateLimitResult> {
-    if (this.rateBatcher) return this.rateBatcher.submit({ tokenId, now });
-    for (;;) {
-      const result = await this.rateLimitStep(this.db, tokenId, now);
-      if (result) return result;
-    }
-  }
-
-  /** One read-decide-write attempt; undefined when another instance wrote in between. */
-  private async rateLimitStep(q: Queryable, tokenId: string, now: number): Promise<RateLimitResult | undefined> {
-    const { requests, windowMs } = this.rate;
-    const [row] = await q.query<{ stamps: string; version: number }>(
-      'SELECT stamps, version FROM rate_windows WHERE token_id = $1',
-      [tokenId],
-    );
-    const inWindow = row ? parseStamps(row.stamps).filter((t) => t > now - windowMs) : [];
-    if (inWindow.length >= requests) {
-      const oldestCounted = inWindow[inWindow.length - requests]!;
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldestCounted + windowMs - now) / 1000)) };
-    }
-    inWindow.push(now);
-    inWindow.sort((a, b) => a - b);
-    const stamps = inWindow.join(',');
-    const written = row
-      ? await q.execute('UPDATE rate_windows SET stamps = $1, version = version + 1 WHERE token_id = $2 AND version = $3', [
-          stamps,
-          tokenId,
-          row.version,
-        ])
-      : await q.execute(
-          'INSERT INTO rate_windows (token_id, stamps, version) VALUES ($1, $2, 0) ON CONFLICT (token_id) DO NOTHING',
-          [tokenId, stamps],
-        );
-    return written === 1 ? { allowed: true } : undefined;
+    return this.rateBatcher.submit({ tokenId, now });
   }
 
   // ---- allotment -----------------------------------------------------------------
@@ -345,7 +294,6 @@ export class AccountStore {
     const found = typeof account === 'number' ? await this.getAccountById(account) : account;
     if (!found) throw new Error(`account ${String(account)} does not exist`);
     const request = { account: found, bytes, window: periodWindow(found.period, found.createdAt, now) };
-    // Reservations of one event-loop turn share a transaction and its one fsync.
     return this.reserveBatcher.submit(request);
   }
 
@@ -397,26 +345,42 @@ export class AccountStore {
   }
 
   /**
-   * One batch of `admit`s in one transaction. All rate windows first (in token order), then
-   * all reservations (in account order): every batch on every instance takes its row locks
-   * in that one global order, so two instances' batches on PostgreSQL wait for each other
-   * but never deadlock. The requests of a batch are concurrent, so any order among them is
-   * one they could have arrived in.
+   * One batch of `admit`s in one transaction. All rate windows first (rows written in token
+   * order), then all reservations (in account order): every batch on every instance takes
+   * its row locks in that one global order, so two instances' batches on PostgreSQL wait
+   * for each other but never deadlock. The requests of a batch are concurrent, so any order
+   * among them is one they could have arrived in.
    */
   private async admitAll(tx: Queryable, requests: readonly AdmitRequest[]): Promise<AdmitResult[]> {
-    const results: AdmitResult[] = new Array(requests.length);
-    for (const i of orderBy(requests, (r) => r.tokenId)) {
-      const { tokenId, now } = requests[i]!;
-      let rate: RateLimitResult | undefined;
-      // Inside a transaction a lost compare-and-swap (another instance wrote the window)
-      // re-reads: on PostgreSQL each statement sees the latest commit (READ COMMITTED).
-      while (!(rate = await this.rateLimitStep(tx, tokenId, now)));
-      if (!rate.allowed) results[i] = { ok: false, refusal: 'rate-limit', retryAfterSeconds: rate.retryAfterSeconds };
-    }
-    for (const i of orderBy(requests, (r) => r.account.id)) {
-      if (results[i]) continue;
-      const reserved = await this.reserveIn(tx, requests[i]!);
-      results[i] = reserved.ok ? reserved : { ok: false, refusal: 'allotment', remaining: reserved.remaining, resetsAt: reserved.resetsAt };
+    const rates = await checkRateWindows(tx, requests, this.rate);
+    const allowed = requests.filter((_, i) => rates[i]!.allowed);
+    const reserved = await this.reserveAllIn(tx, allowed);
+    let next = 0;
+    return rates.map((rate): AdmitResult => {
+      if (!rate.allowed) return { ok: false, refusal: 'rate-limit', retryAfterSeconds: rate.retryAfterSeconds };
+      const result = reserved[next++]!;
+      return result.ok ? result : { ok: false, refusal: 'allotment', remaining: result.remaining, resetsAt: result.resetsAt };
+    });
+  }
+
+  /**
+   * One batch of reservations in one transaction, one result per request. The requests of
+   * one account and period usually all fit, and then one statement takes their sum; when
+   * the sum does not fit they are taken one by one in order, so exactly as many succeed as
+   * fit, the same as when they come one at a time.
+   */
+  private async reserveAllIn(tx: Queryable, requests: readonly ReserveRequest[]): Promise<ReserveResult[]> {
+    const results: ReserveResult[] = new Array(requests.length);
+    for (const group of groupByAccountPeriod(requests)) {
+      const first = requests[group[0]!]!;
+      const total = group.reduce((sum, i) => sum + requests[i]!.bytes, 0);
+      const together = group.length > 1 ? await this.reserveIn(tx, { ...first, bytes: total }) : undefined;
+      for (const i of group) {
+        const { account, bytes, window } = requests[i]!;
+        results[i] = together?.ok
+          ? { ok: true, reservation: { accountId: account.id, bytes, periodStart: window.start } }
+          : await this.reserveIn(tx, requests[i]!);
+      }
     }
     return results;
   }
