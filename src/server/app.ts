@@ -17,6 +17,7 @@ import type { Logger, LoggerOptions } from 'pino';
 import type { EntropyPool } from '../pool/pool.js';
 import type { SourceHealth } from '../sources/types.js';
 import type { EntropyAccounts } from './accounts-port.js';
+import { BodyBuffers } from './body-buffers.js';
 import { applianceBody, quantumEntropyBody } from './encode.js';
 import { ApiError, errorBody, sendApiError } from './errors.js';
 import { createEntropyMetrics, type EntropyMetrics } from './metrics.js';
@@ -76,6 +77,7 @@ const applianceSchema = {
 export async function buildEntropyApp(options: EntropyAppOptions): Promise<FastifyInstance> {
   const now = options.now ?? Date.now;
   const maxHeaderSize = options.maxHeaderSize ?? 8192;
+  const bodies = new BodyBuffers();
   const metrics = createEntropyMetrics(options.pool, options.sourceHealth, {
     processMetrics: options.processMetrics ?? false,
   });
@@ -188,7 +190,7 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     }
     const size = parseSize(request.query);
     const data = await take(request, size * BLOCK_SIZE);
-    const body = quantumEntropyBody(data);
+    const body = quantumEntropyBody(data, bodies, reply.raw);
     data.fill(0);
     metrics.bytesServed.inc({ route: '/api/v1/quantum-entropy' }, size * BLOCK_SIZE);
     return sendEntropy(reply, body);
