@@ -54,7 +54,7 @@ if (mode === 'ceiling') {
   // Enough tokens that none exceeds 30 requests per 10 s at the rates measured here:
   // the rate-limit and allotment work of every request is real.
   const tokens = [];
-  const wanted = Number(process.env.BENCH_TOKENS ?? 4000);
+  const wanted = Number(process.env.BENCH_TOKENS ?? 12000);
   while (tokens.length < wanted) {
     const n = Math.min(100, wanted - tokens.length);
     const made = await Promise.all(Array.from({ length: n }, () => store.createToken(account.id)));
@@ -67,10 +67,10 @@ if (mode === 'ceiling') {
   let pool;
   let filler;
   if (mode === 'service-prefilled') {
-    // Enough for the whole run at up to BENCH_PREFILL_RATE (default 1,000) requests/s; run.js
+    // Enough for the whole run at up to BENCH_PREFILL_RATE (default 2,000) requests/s; run.js
     // reports any 503 (pool ran dry) as non-2xx.
     const seconds = Number(process.env.BENCH_SECONDS ?? 8) + 2;
-    const prefill = Math.min(Number(process.env.BENCH_PREFILL_MIB ?? 6144) * MiB, seconds * Number(process.env.BENCH_PREFILL_RATE ?? 1000) * size * 1024);
+    const prefill = Math.min(Number(process.env.BENCH_PREFILL_MIB ?? 8192) * MiB, seconds * Number(process.env.BENCH_PREFILL_RATE ?? 2000) * size * 1024);
     pool = new EntropyPool({ capacity: Math.max(prefill, 64 * MiB), lowWater: 0 });
     // Two reads at a time: both cores fill it before the run.
     while (pool.room > 0) {
