@@ -48,12 +48,33 @@ export function decide(stamps: number[], now: number, { requests, windowMs }: Ra
   return { allowed: true };
 }
 
+/**
+ * The statement texts for a batch of `n` windows, made once per size: the same string
+ * object each time keeps the statement-cache lookups from hashing a new string per batch.
+ */
+const statements = new Map<number, { read: string; write: string }>();
+function statementsFor(n: number): { read: string; write: string } {
+  let texts = statements.get(n);
+  if (!texts) {
+    const list = Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
+    const rows = Array.from({ length: n }, (_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ');
+    // The new version is the version read + 1 (0 for a new row), so "the row is still at
+    // the version read" is `stored version + 1 = new version`; a row that appeared after a
+    // read that found none is at version >= 0 and fails it too.
+    texts = {
+      read: `SELECT token_id, stamps, version FROM rate_windows WHERE token_id IN (${list})`,
+      write: `INSERT INTO rate_windows (token_id, stamps, version) VALUES ${rows}
+                ON CONFLICT (token_id) DO UPDATE SET stamps = excluded.stamps, version = excluded.version
+                  WHERE rate_windows.version + 1 = excluded.version
+              RETURNING token_id`,
+    };
+    statements.set(n, texts);
+  }
+  return texts;
+}
+
 async function readWindows(q: Queryable, tokenIds: readonly string[]): Promise<Map<string, StoredWindow>> {
-  const placeholders = tokenIds.map((_, i) => `$${i + 1}`).join(', ');
-  const rows = await q.query<{ token_id: string; stamps: string; version: number }>(
-    `SELECT token_id, stamps, version FROM rate_windows WHERE token_id IN (${placeholders})`,
-    tokenIds,
-  );
+  const rows = await q.query<{ token_id: string; stamps: string; version: number }>(statementsFor(tokenIds.length).read, tokenIds);
   const windows = new Map<string, StoredWindow>(tokenIds.map((id) => [id, { stamps: [], version: -1 }]));
   for (const row of rows) windows.set(row.token_id, { stamps: parseStamps(row.stamps), version: Number(row.version) });
   return windows;
@@ -67,21 +88,11 @@ async function readWindows(q: Queryable, tokenIds: readonly string[]): Promise<M
 async function writeWindows(q: Queryable, changed: ReadonlyMap<string, StoredWindow>): Promise<Set<string>> {
   const tokenIds = [...changed.keys()].sort();
   const params: Array<string | number> = [];
-  const values = tokenIds.map((id, i) => {
+  for (const id of tokenIds) {
     const window = changed.get(id)!;
     params.push(id, window.stamps.join(','), window.version + 1);
-    return `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`;
-  });
-  // The new version is the version read + 1 (0 for a new row), so "the row is still at the
-  // version read" is `stored version + 1 = new version`; a row that appeared after a read
-  // that found none is at version >= 0 and fails it too.
-  const written = await q.query<{ token_id: string }>(
-    `INSERT INTO rate_windows (token_id, stamps, version) VALUES ${values.join(', ')}
-       ON CONFLICT (token_id) DO UPDATE SET stamps = excluded.stamps, version = excluded.version
-         WHERE rate_windows.version + 1 = excluded.version
-     RETURNING token_id`,
-    params,
-  );
+  }
+  const written = await q.query<{ token_id: string }>(statementsFor(tokenIds.length).write, params);
   return new Set(written.map((row) => row.token_id));
 }
 
