@@ -2,17 +2,21 @@
 // 127.0.0.1 with real mutual TLS (certificates made here with our PKI), its own SQLite
 // file (A on PostgreSQL too when QENTROPY_PG_URL is set), and real inter-KME calls.
 import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { promisify } from 'node:util';
 
+import pino from 'pino';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseKmeConfig, type KmeConfig } from '../src/config/sections/kme.js';
 import { EtsiClient, EtsiClientError } from '../src/kme/etsi-client.js';
 import { KmeSite } from '../src/kme/site.js';
+import { KmeRole } from '../src/roles/kme.js';
 import { systemSeedSource } from '../src/kme/seed-source.js';
 import {
   createCertificateAuthority,
@@ -553,6 +557,115 @@ describe('kme keys at rest', () => {
         }
         expect(fs.statSync(path.join(cluster.dir, `site-${site}.key`)).mode & 0o777).toBe(0o600);
       }
+    } finally {
+      await cluster.teardown();
+    }
+  });
+});
+
+describe('kme certificate reload (SIGHUP)', () => {
+  it('moves a running two-site cluster to a new CA, site by site, without restarting a site', async () => {
+    const cluster = new Cluster();
+    const clients: EtsiClient[] = [];
+    const etsi = (site: string, cert: Pem, ca: string): EtsiClient => {
+      const c = new EtsiClient({ url: cluster.url(site), cert: cert.certPem, key: cert.keyPem, ca, connections: 1 });
+      clients.push(c);
+      return c;
+    };
+    try {
+      await cluster.setup(['A', 'B'], { a1: 'A', b1: 'B' });
+      const siteA = await cluster.start('A', cluster.config('A', { B: {} }));
+      const siteB = await cluster.start('B', cluster.config('B', { A: {} }));
+      const ca1 = cluster.ca.certPem;
+      // A key made before the change, over connections opened with the old certificates.
+      const [before] = await cluster.sae('A', 'a1').encKeys('B');
+      const reloadBoth = () => Promise.all([siteA.reloadTls(), siteB.reloadTls()]);
+
+      // 1. Both sites trust the old and the new CA. 2. Both get certificates of the new CA.
+      // 3. Both trust only the new CA.
+      const ca2 = await createCertificateAuthority();
+      cluster.file('ca.crt', ca1 + ca2.certPem, 0o644);
+      await reloadBoth();
+      for (const id of ['A', 'B']) {
+        const renewed = await issueKmeCertificate(ca2, { kmeId: id, hosts: ['127.0.0.1'] });
+        cluster.file(`kme-${id}.crt`, renewed.certPem, 0o644);
+        cluster.file(`kme-${id}.key`, renewed.keyPem);
+      }
+      await reloadBoth();
+      cluster.file('ca.crt', ca2.certPem, 0o644);
+      await reloadBoth();
+
+      // B restarted drops every connection A had open to it, so the call below is made on a
+      // new connection: B (trusting only the new CA) accepts it only if A presents its new
+      // certificate, and A accepts B only if A trusts the new CA.
+      await cluster.stop('B');
+      await cluster.start('B', cluster.config('B', { A: {} }));
+
+      const a1 = etsi('A', await issueSaeCertificate(ca2, { saeId: 'a1', site: 'A' }), ca2.certPem);
+      const b1 = etsi('B', await issueSaeCertificate(ca2, { saeId: 'b1', site: 'B' }), ca2.certPem);
+      const [after] = await a1.encKeys('B');
+      expect(await b1.decKeys('A', [after!.key_ID, before!.key_ID])).toEqual([after, before]);
+      // The old CA's SAE certificate is now refused at the handshake.
+      const stale = etsi('A', cluster.saeCerts.a1!, ca2.certPem);
+      await expect(stale.status('B')).rejects.toThrow();
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await cluster.teardown();
+    }
+  });
+
+  it('the daemon role reloads on SIGHUP and logs a rejected set without stopping', async () => {
+    const cluster = new Cluster();
+    const chunks: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => chunks.push(line) });
+    const messages = () => chunks.join('').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
+    try {
+      await cluster.setup(['A', 'B'], { a1: 'A', b1: 'B' });
+      await cluster.start('B', cluster.config('B', { A: {} }));
+      const role = new KmeRole(cluster.config('A', { B: {} }), { logger, stateDir: cluster.dir });
+      await role.start();
+      try {
+        cluster.file('kme-A.key', cluster.kmeCerts.B!.keyPem);
+        await role.reload();
+        expect(messages()).toContain('kme: reload failed; the site keeps its current certificates');
+        const renewed = await issueKmeCertificate(cluster.ca, { kmeId: 'A', hosts: ['127.0.0.1'] });
+        cluster.file('kme-A.crt', renewed.certPem, 0o644);
+        cluster.file('kme-A.key', renewed.keyPem);
+        await role.reload();
+        expect(messages()).toContain('kme: TLS certificate, key and CA reloaded');
+        const [k] = await cluster.sae('A', 'a1').encKeys('B');
+        expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
+        // New connections get the renewed certificate.
+        const served = await new Promise<string>((resolve, reject) => {
+          const socket = tlsConnect({ host: '127.0.0.1', port: cluster.ports.A!, ca: cluster.ca.certPem, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem }, () => {
+            resolve(socket.getPeerX509Certificate()!.serialNumber);
+            socket.end();
+          });
+          socket.on('error', reject);
+        });
+        expect(served).toBe(new X509Certificate(renewed.certPem).serialNumber);
+      } finally {
+        await role.stop();
+      }
+    } finally {
+      await cluster.teardown();
+    }
+  });
+
+  it('keeps the current certificates when the new files do not fit together', async () => {
+    const cluster = new Cluster();
+    try {
+      await cluster.setup(['A', 'B'], { a1: 'A', b1: 'B' });
+      const siteA = await cluster.start('A', cluster.config('A', { B: {} }));
+      await cluster.start('B', cluster.config('B', { A: {} }));
+      // A certificate with somebody else's key.
+      cluster.file('kme-A.key', cluster.kmeCerts.B!.keyPem);
+      await expect(siteA.reloadTls()).rejects.toThrow(/kme\.tls: the new certificate, key and CA are not usable together/);
+      fs.rmSync(path.join(cluster.dir, 'ca.crt'));
+      await expect(siteA.reloadTls()).rejects.toThrow(/kme\.tls\.ca: cannot read .*ca\.crt \(ENOENT\)/);
+      // Still serving, with what it had.
+      const [k] = await cluster.sae('A', 'a1').encKeys('B');
+      expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
     } finally {
       await cluster.teardown();
     }

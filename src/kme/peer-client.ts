@@ -40,7 +40,7 @@ function errorCode(err: unknown): string | undefined {
 }
 
 export class PeerClient {
-  private readonly agent: Agent;
+  private agent: Agent;
 
   constructor(
     readonly peerId: string,
@@ -48,7 +48,22 @@ export class PeerClient {
     tls: PeerTls,
     private readonly timeoutMs: number,
   ) {
-    this.agent = new Agent({
+    this.agent = this.makeAgent(tls);
+  }
+
+  /**
+   * Uses new credentials (a renewed KME certificate or CA) for every call from now on.
+   * Calls already running finish on their connections, which then close.
+   */
+  async updateTls(tls: PeerTls): Promise<void> {
+    const old = this.agent;
+    this.agent = this.makeAgent(tls);
+    await old.close();
+  }
+
+  private makeAgent(tls: PeerTls): Agent {
+    const peerId = this.peerId;
+    return new Agent({
       connections: 16,
       keepAliveTimeout: 60_000,
       connect: {

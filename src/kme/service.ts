@@ -471,6 +471,11 @@ export class KmeService {
     await this.notices.kickAll();
   }
 
+  /** New credentials for the calls to every peer (see PeerClient.updateTls). */
+  async updatePeerTls(tls: PeerTls): Promise<void> {
+    await Promise.all([...this.peerClients.values()].map((c) => c.updateTls(tls)));
+  }
+
   async close(): Promise<void> {
     await this.notices.idle();
     await this.writes.idle();

@@ -3,6 +3,7 @@
 // notices owed to peers). Used by the `kme` role of `qentropy daemon` and by tests.
 import { promises as fs } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { createSecureContext, type Server as TlsServer } from 'node:tls';
 
 import type { FastifyInstance } from 'fastify';
 
@@ -38,14 +39,7 @@ export class KmeSite {
   ) {}
 
   static async create(config: KmeConfig, deps: KmeSiteDeps): Promise<KmeSite> {
-    const read = async (what: string, file: string): Promise<string> => {
-      try {
-        return await fs.readFile(file, 'utf8');
-      } catch (err) {
-        throw new Error(`kme.tls.${what}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-      }
-    };
-    const tls = { cert: await read('cert', config.tls.cert), key: await read('key', config.tls.key), ca: await read('ca', config.tls.ca) };
+    const tls = await readSiteTls(config);
     const siteKey = await SiteKey.load(config.siteKeyFile);
     const peers: Record<string, { url: string; psk?: Buffer }> = {};
     for (const [id, p] of Object.entries(config.peers)) {
@@ -106,6 +100,25 @@ export class KmeSite {
     return `https://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
   }
 
+  /**
+   * Re-reads the site's certificate, key and CA (a renewal, or a new cluster CA) and uses
+   * them for new connections in both directions: SAEs and peers connecting here, and this
+   * site's calls to its peers. Connections already open keep the credentials they were
+   * made with. Nothing changes when the files do not form a usable set (unreadable, a key
+   * that does not match the certificate, a CA that does not parse).
+   */
+  async reloadTls(): Promise<void> {
+    const tls = await readSiteTls(this.config);
+    const context = { cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3' } as const;
+    try {
+      createSecureContext(context);
+    } catch (err) {
+      throw new Error(`kme.tls: the new certificate, key and CA are not usable together: ${(err as Error).message}`);
+    }
+    (this.app.server as unknown as TlsServer).setSecureContext(context);
+    await this.service.updatePeerTls(tls);
+  }
+
   /** One maintenance pass now (also what the timer runs); overlapping passes are skipped. */
   runMaintenance(): Promise<void> {
     this.maintaining ??= this.service
@@ -124,4 +137,16 @@ export class KmeSite {
     await this.service.close();
     if (this.ownsDb) await this.db.close();
   }
+}
+
+/** The site's certificate chain, key and cluster CA, each file named when it cannot be read. */
+async function readSiteTls(config: KmeConfig): Promise<{ cert: string; key: string; ca: string }> {
+  const read = async (what: string, file: string): Promise<string> => {
+    try {
+      return await fs.readFile(file, 'utf8');
+    } catch (err) {
+      throw new Error(`kme.tls.${what}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    }
+  };
+  return { cert: await read('cert', config.tls.cert), key: await read('key', config.tls.key), ca: await read('ca', config.tls.ca) };
 }

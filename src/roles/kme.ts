@@ -75,6 +75,17 @@ export class KmeRole implements Role {
     this.site = site;
   }
 
+  /** SIGHUP: re-read the certificate, key and CA (renewed with `qentropy pki issue`). */
+  async reload(): Promise<void> {
+    if (!this.site) return;
+    try {
+      await this.site.reloadTls();
+      this.logger.info('kme: TLS certificate, key and CA reloaded');
+    } catch (err) {
+      this.logger.error({ err: (err as Error).message }, 'kme: reload failed; the site keeps its current certificates');
+    }
+  }
+
   async stop(): Promise<void> {
     await this.site?.stop();
     this.site = undefined;
