@@ -157,6 +157,42 @@ describeEachEngine('storage', (engine) => {
     }
   });
 
+  it('group commit: with its transactions in flight at the limit, later writes wait and share the next one', async () => {
+    await db.migrate('t', MIGRATIONS);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const batches: number[] = [];
+    const batcher = new CommitBatcher(
+      db,
+      {
+        batch: async (tx, names: readonly string[]) => {
+          batches.push(names.length);
+          if (batches.length === 1) await gate;
+          for (const name of names) await tx.execute('INSERT INTO counters (name, value) VALUES ($1, 1)', [name]);
+          return names.map(() => true);
+        },
+      },
+      { maxInFlight: 1 },
+    );
+    const first = batcher.submit('first');
+    const later: Array<Promise<boolean>> = [];
+    try {
+      // The first batch is inside its transaction (PostgreSQL needs a round trip or two).
+      for (let i = 0; i < 500 && batches.length === 0; i++) await new Promise((r) => setTimeout(r, 2));
+      // Ten more, one per event-loop turn, while the first batch is held open.
+      for (let i = 0; i < 10; i++) {
+        later.push(batcher.submit(`later${i}`));
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(batches).toEqual([1]);
+    } finally {
+      open();
+    }
+    expect(await Promise.all([first, ...later])).toEqual(Array.from({ length: 11 }, () => true));
+    expect(batches).toEqual([1, 10]);
+    expect(await db.query('SELECT COUNT(*) AS n FROM counters')).toEqual([{ n: 11 }]);
+  });
+
   it('using the Db instead of the handle inside a transaction is an error, not a hang', async () => {
     await db.migrate('t', MIGRATIONS);
     const attempt = db.transaction(async () => {
