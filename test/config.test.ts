@@ -44,7 +44,7 @@ describe('config', () => {
       listen: { host: '127.0.0.1', port: 8443 },
       plainHttp: false,
       source: 'hwrng',
-      pool: { capacityBytes: 16 * 1024 * 1024, lowWaterBytes: 8 * 1024 * 1024, chunkBytes: 64 * 1024 },
+      pool: { capacityBytes: 16 * 1024 * 1024, lowWaterBytes: 8 * 1024 * 1024 },
       health: { minEntropyPerByte: 7.5, failureLimit: 64 },
       rateLimit: { requests: 30, windowMs: 10_000 },
       logRequests: true,

@@ -138,6 +138,29 @@ describe('PoolFiller', () => {
     await filler.stop();
   });
 
+  it("reads in the source's preferred size unless told otherwise, never beyond the pool's room", async () => {
+    const sizes: number[] = [];
+    const inner = new GetrandomSource();
+    const source: EntropySource = {
+      name: 'fast',
+      development: true,
+      preferredReadBytes: 256 * 1024,
+      read: (n) => {
+        sizes.push(n);
+        return inner.read(n);
+      },
+      health: () => new BasicHealth('fast', true).snapshot(),
+      close: async () => {},
+    };
+    const pool = new EntropyPool({ capacity: 600 * 1024, lowWater: 0 });
+    const filler = new PoolFiller(pool, source);
+    filler.start();
+    await pool.waitForLevel(pool.capacity);
+    await filler.stop();
+    expect(sizes).toEqual([256 * 1024, 256 * 1024, 88 * 1024]);
+    expect(new GetrandomSource().preferredReadBytes).toBe(4 * 1024 * 1024);
+  });
+
   it('keeps retrying a failing source and recovers', async () => {
     let calls = 0;
     const source: EntropySource = {

@@ -12,7 +12,7 @@ export interface FillerLogger {
 }
 
 export interface FillerOptions {
-  /** Largest single read from the source (default 64 KiB). */
+  /** Largest single read from the source (default: the source's preferredReadBytes, else 64 KiB). */
   chunkSize?: number;
   /** First retry delay after a read error (default 250 ms), doubled up to maxRetryMs. */
   retryMs?: number;
@@ -40,7 +40,7 @@ export class PoolFiller {
     private readonly source: EntropySource,
     options: FillerOptions = {},
   ) {
-    this.chunkSize = options.chunkSize ?? 64 * 1024;
+    this.chunkSize = options.chunkSize ?? source.preferredReadBytes ?? 64 * 1024;
     this.retryMs = options.retryMs ?? 250;
     this.maxRetryMs = options.maxRetryMs ?? 30_000;
     this.logger = options.logger ?? silent;

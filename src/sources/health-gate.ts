@@ -19,6 +19,8 @@ export const HEALTH_BLOCK = 1024;
 export interface RawSource {
   readonly name: string;
   readonly development: boolean;
+  /** See EntropySource.preferredReadBytes. */
+  readonly preferredReadBytes?: number | undefined;
   read(n: number, signal?: AbortSignal): Promise<Buffer>;
   close(): Promise<void>;
 }
@@ -53,6 +55,7 @@ export type HealthEvent =
 export class HealthGatedSource implements EntropySource {
   readonly name: string;
   readonly development: boolean;
+  readonly preferredReadBytes: number | undefined;
   private readonly tester: BlockTester;
   private readonly failureLimit: number;
   private readonly onEvent: (event: HealthEvent) => void;
@@ -73,6 +76,7 @@ export class HealthGatedSource implements EntropySource {
   ) {
     this.name = raw.name;
     this.development = raw.development;
+    this.preferredReadBytes = raw.preferredReadBytes;
     this.tester = options.tester;
     this.failureLimit = options.failureLimit ?? 64;
     this.onEvent = options.onEvent ?? (() => {});

@@ -18,6 +18,8 @@ export function rdseedAvailable(): boolean {
 export class RdseedSource implements RawSource {
   readonly name = 'rdseed';
   readonly development = false;
+  /** Filled on a worker thread; 1 MiB is a few ms of RDSEED. */
+  readonly preferredReadBytes = 1024 * 1024;
 
   constructor() {
     if (typeof native.rdseedFill !== 'function') {

@@ -34,6 +34,13 @@ export interface EntropySource {
    * error (the filler retries) or with SourceOutOfServiceError (the filler stops).
    */
   read(n: number, signal?: AbortSignal): Promise<Buffer>;
+  /**
+   * The read size the filler uses unless configured (`entropy.pool.chunkBytes`); default
+   * 64 KiB. Fast sources ask for more: each read is a hop through the thread pool and back
+   * through an event loop busy with requests, so small reads cannot keep up with size=512
+   * requests (getrandom with 64 KiB reads served ~120 of them a second, the rest 503).
+   */
+  readonly preferredReadBytes?: number | undefined;
   health(): SourceHealth;
   close(): Promise<void>;
 }

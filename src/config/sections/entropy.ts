@@ -18,7 +18,8 @@ export interface EntropyConfig {
   /** hwrng | device:PATH | rdseed | upstream | getrandom */
   source: string;
   upstream?: EntropyApiClientConfig;
-  pool: { capacityBytes: number; lowWaterBytes: number; chunkBytes: number };
+  /** chunkBytes absent: the source's preferred read size (EntropySource.preferredReadBytes). */
+  pool: { capacityBytes: number; lowWaterBytes: number; chunkBytes?: number };
   health: { minEntropyPerByte: number; failureLimit: number };
   rateLimit: { requests: number; windowMs: number };
   logRequests: boolean;
@@ -110,7 +111,9 @@ export const entropySection: ConfigSection<EntropyConfig> = {
     const capacityBytes = poolNode.child('capacityBytes').integer(DEFAULT_CAPACITY, { min: 512 * 1024, max: 2 ** 32 });
     const lowWaterBytes = poolNode.child('lowWaterBytes').integer(Math.floor(capacityBytes / 2), { min: 0 });
     if (lowWaterBytes > capacityBytes) poolNode.child('lowWaterBytes').fail(`must not exceed pool.capacityBytes (${capacityBytes})`);
-    const chunkBytes = poolNode.child('chunkBytes').integer(64 * 1024, { min: 1024, max: capacityBytes });
+    const chunkBytes = poolNode.keys().includes('chunkBytes')
+      ? poolNode.child('chunkBytes').integer(64 * 1024, { min: 1024, max: capacityBytes })
+      : undefined;
 
     const healthNode = node.child('health').object(['minEntropyPerByte', 'failureLimit']);
     const health = {
@@ -131,7 +134,7 @@ export const entropySection: ConfigSection<EntropyConfig> = {
       plainHttp,
       source,
       ...(upstream ? { upstream } : {}),
-      pool: { capacityBytes, lowWaterBytes, chunkBytes },
+      pool: { capacityBytes, lowWaterBytes, ...(chunkBytes !== undefined ? { chunkBytes } : {}) },
       health,
       rateLimit,
       logRequests: node.child('logRequests').boolean(true),
