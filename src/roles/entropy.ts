@@ -8,10 +8,10 @@ import type { Logger } from 'pino';
 import { AccountStore } from '../accounts/index.js';
 import { EntropyPool, PoolFiller } from '../pool/index.js';
 import { accountsFromStore } from '../server/account-store.js';
-import { buildEntropyApp, type TlsSettings } from '../server/app.js';
+import { buildEntropyApp } from '../server/app.js';
 import { createSource, parseSourceSpec, type BlockTester, type EntropySource } from '../sources/index.js';
 import { openDatabase, type Db } from '../storage/db.js';
-import { readTlsFiles } from './tls-files.js';
+import { loadServingTls, useNewCertificate, type ServingTls } from './tls-files.js';
 import type { Role, RoleContext } from './types.js';
 
 export interface EntropyRoleConfig {
@@ -150,21 +150,11 @@ export class EntropyRole implements Role {
   async reload(): Promise<void> {
     // Certificates are read at start; a reload re-reads them for new connections.
     const tls = await this.loadTls();
-    const server = this.app?.server as unknown as { setSecureContext?: (o: object) => void } | undefined;
-    if (tls && server?.setSecureContext) {
-      server.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' });
-      this.logger.info('TLS certificate and key reloaded');
-    }
+    if (tls && useNewCertificate(this.app?.server, tls)) this.logger.info('TLS certificate and key reloaded');
   }
 
-  private async loadTls(): Promise<TlsSettings | undefined> {
-    const { tls, plainHttp } = this.config;
-    if (!tls) {
-      if (plainHttp) return undefined;
-      throw new Error('entropy.tls: certFile and keyFile are required (or set entropy.plainHttp to serve plain HTTP)');
-    }
-    const { cert, key } = await readTlsFiles('entropy', tls);
-    return { cert, key, ...(tls.minVersion ? { minVersion: tls.minVersion } : {}) };
+  private loadTls(): Promise<ServingTls | undefined> {
+    return loadServingTls('entropy', this.config);
   }
 
   private async upstreamOptions(upstream: NonNullable<EntropyRoleConfig['upstream']>) {

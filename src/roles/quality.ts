@@ -9,13 +9,13 @@ import type { Logger } from 'pino';
 
 import type { QualityConfig } from '../config/index.js';
 import type { EntropyPool } from '../pool/index.js';
-import { buildQualityApp, type QualityTlsSettings } from '../quality/api.js';
+import { buildQualityApp } from '../quality/api.js';
 import { QualityService } from '../quality/service.js';
 import { EntropyApiSource, OwnPoolSource, PoolTapSource, type QualityBitSource } from '../quality/sources.js';
 import { QualityStore } from '../quality/store.js';
 import { createSource, parseSourceSpec, type BlockTester } from '../sources/index.js';
 import { openDatabase, type Db } from '../storage/db.js';
-import { readTlsFiles } from './tls-files.js';
+import { loadServingTls, useNewCertificate, type ServingTls } from './tls-files.js';
 import type { Role, RoleContext } from './types.js';
 
 export interface QualityRoleConfig extends QualityConfig {
@@ -113,12 +113,9 @@ export class QualityRole implements Role {
   }
 
   async reload(): Promise<void> {
+    // Certificates are read at start; a reload re-reads them for new connections.
     const tls = await this.loadTls();
-    const server = this.app?.server as unknown as { setSecureContext?: (o: object) => void } | undefined;
-    if (tls && server?.setSecureContext) {
-      server.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' });
-      this.logger.info('TLS certificate and key reloaded');
-    }
+    if (tls && useNewCertificate(this.app?.server, tls)) this.logger.info('TLS certificate and key reloaded');
   }
 
   private async createBitSource(): Promise<QualityBitSource> {
@@ -150,13 +147,7 @@ export class QualityRole implements Role {
     return new OwnPoolSource(source, { logger: this.logger });
   }
 
-  private async loadTls(): Promise<QualityTlsSettings | undefined> {
-    const { tls, plainHttp } = this.config;
-    if (!tls) {
-      if (plainHttp) return undefined;
-      throw new Error('quality.tls: certFile and keyFile are required (or set quality.plainHttp to serve plain HTTP)');
-    }
-    const { cert, key } = await readTlsFiles('quality', tls);
-    return { cert, key, minVersion: tls.minVersion };
+  private loadTls(): Promise<ServingTls | undefined> {
+    return loadServingTls('quality', this.config);
   }
 }

@@ -13,3 +13,40 @@ export async function readTlsFiles(section: string, files: { certFile: string; k
   if (cert.status === 'rejected' || key.status === 'rejected') throw new Error(problems.join('; '));
   return { cert: cert.value, key: key.value };
 }
+
+/** What a role that serves HTTPS (entropy, quality) listens with. */
+export interface ServingTls {
+  cert: Buffer;
+  key: Buffer;
+  /** Oldest protocol accepted (default TLS 1.3). */
+  minVersion?: 'TLSv1.2' | 'TLSv1.3';
+}
+
+/**
+ * Reads `<section>.tls`; undefined when the role serves plain HTTP, an error naming
+ * `<section>.plainHttp` when it has neither.
+ */
+export async function loadServingTls(
+  section: string,
+  config: { tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3' } | undefined; plainHttp?: boolean | undefined },
+): Promise<ServingTls | undefined> {
+  const { tls, plainHttp } = config;
+  if (!tls) {
+    if (plainHttp) return undefined;
+    throw new Error(`${section}.tls: certFile and keyFile are required (or set ${section}.plainHttp to serve plain HTTP)`);
+  }
+  const { cert, key } = await readTlsFiles(section, tls);
+  return { cert, key, ...(tls.minVersion ? { minVersion: tls.minVersion } : {}) };
+}
+
+/**
+ * SIGHUP: gives a running server a re-read certificate and key for its new connections
+ * (open ones keep theirs). False when the server is plain HTTP. Throws, changing nothing,
+ * when the key does not fit the certificate.
+ */
+export function useNewCertificate(server: unknown, tls: ServingTls): boolean {
+  const https = server as { setSecureContext?: (options: object) => void } | undefined;
+  if (!https?.setSecureContext) return false;
+  https.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' });
+  return true;
+}
