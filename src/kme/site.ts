@@ -3,7 +3,7 @@
 // notices owed to peers). Used by the `kme` role of `qentropy daemon` and by tests.
 import { promises as fs } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { createSecureContext, type Server as TlsServer } from 'node:tls';
+import type { Server as TlsServer } from 'node:tls';
 
 import type { FastifyInstance } from 'fastify';
 
@@ -109,13 +109,13 @@ export class KmeSite {
    */
   async reloadTls(): Promise<void> {
     const tls = await readSiteTls(this.config);
-    const context = { cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3' } as const;
+    // setSecureContext builds the new context before it replaces the old one, so a set
+    // that does not fit together throws here with every connection unaffected.
     try {
-      createSecureContext(context);
+      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3' });
     } catch (err) {
       throw new Error(`kme.tls: the new certificate, key and CA are not usable together: ${(err as Error).message}`);
     }
-    (this.app.server as unknown as TlsServer).setSecureContext(context);
     await this.service.updatePeerTls(tls);
   }
 

@@ -21,15 +21,11 @@ export class BodyBuffers {
     const reused = this.free.get(length)?.pop();
     if (reused) this.freeBytes -= length;
     const body = reused ?? Buffer.allocUnsafeSlow(length);
-    let done = false;
     // 'finish': the last byte went to the kernel, so the buffer is ours again. A response
     // closed before that may still have a write of it pending: zeroed, never reused.
-    response.once('finish', () => {
-      done = true;
-      this.release(body);
-    });
+    response.once('finish', () => this.release(body));
     response.once('close', () => {
-      if (!done) body.fill(0);
+      if (!response.writableFinished) body.fill(0);
     });
     return body;
   }
