@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { AccountStore, parseBearer, parsePeriod, periodWindow, type Period } from '../src/accounts/index.js';
@@ -29,6 +30,25 @@ describeEachEngine('accounts', (engine) => {
     const other = await engine.open();
     extra.push(other);
     return AccountStore.open(other, { clock: clock.read });
+  }
+
+  /**
+   * Runs one statement as another process would: on SQLite through a connection of its own
+   * (this process's handles all share one), on PostgreSQL through another instance's pool.
+   */
+  async function elsewhere(sql: string, params: Array<string | number>): Promise<void> {
+    if (engine.name === 'postgres') {
+      const other = await engine.open();
+      extra.push(other);
+      await other.execute(sql, params);
+      return;
+    }
+    const connection = new Database(engine.url.slice('sqlite:'.length));
+    try {
+      connection.prepare(sql.replace(/\$\d+/g, '?')).run(...params); // $n in order
+    } finally {
+      connection.close();
+    }
   }
 
   beforeEach(async () => {
@@ -137,6 +157,21 @@ describeEachEngine('accounts', (engine) => {
       expect((await other.authenticate(t.token)).ok).toBe(true);
       await store.revokeToken(t.info.id);
       expect(await other.authenticate(t.token)).toEqual({ ok: false, reason: 'revoked' });
+    });
+
+    it('a change another process commits is seen at the next request, though the token was looked up before', async () => {
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 4096 });
+      const t = await store.createToken(account.id, { expiresAt: T0 + 60_000 });
+      const u = await store.createToken(account.id);
+      for (const token of [t.token, u.token]) expect((await store.authenticate(token)).ok).toBe(true);
+      // Expiry is judged at each request's own time, not when the token was first looked up.
+      expect(await store.authenticate(t.token, T0 + 60_000)).toEqual({ ok: false, reason: 'expired' });
+      // Another process (the CLI beside a daemon): on SQLite a connection of its own.
+      await elsewhere('UPDATE tokens SET revoked_at = $1 WHERE id = $2', [T0, u.info.id]);
+      expect(await store.authenticate(u.token)).toEqual({ ok: false, reason: 'revoked' });
+      await elsewhere('UPDATE accounts SET allotment_bytes = $1 WHERE id = $2', [8192, account.id]);
+      const auth = await store.authenticate(t.token);
+      expect(auth.ok && auth.account.allotmentBytes).toBe(8192);
     });
   });
 
@@ -282,7 +317,8 @@ describeEachEngine('accounts', (engine) => {
     it('a window another instance wrote between read and write is decided again on a fresh read', async () => {
       const account = await store.createAccount({ name: 'alice' });
       const { info } = await store.createToken(account.id);
-      for (let i = 0; i < 28; i++) await store.rateLimit(info.id, T0 + i);
+      const settings = { requests: 30, windowMs: 10_000 };
+      await db.transaction((tx) => checkRateWindows(tx, Array.from({ length: 28 }, (_, i) => ({ tokenId: info.id, now: T0 + i })), settings));
       // Between this batch's read of the window (28 counted) and its write, "another
       // instance" counts two more requests: the write must not apply, and the re-read sees 30.
       let interfered = false;

@@ -1,13 +1,17 @@
 // The per-token sliding rate window (product.md §3: the 31st request inside any 10 s gets
-// 429), kept in the `rate_windows` table so every instance on one database counts together.
+// 429), kept where every instance that serves the tokens can count together:
 //
-// A whole batch of checks (the requests of one group commit) costs two statements: one
-// read of every window the batch touches and one multi-row write of the windows that
-// changed, instead of a read and a write per request. Concurrency across instances is
-// optimistic: each row carries a version, the write applies only to rows whose version is
-// still the one read (compare-and-swap), and the checks of tokens whose write lost are
-// decided again on a fresh read. Inside one SQLite transaction nothing else can write, so
-// there the first write always wins.
+// - checkRateWindows (PostgreSQL, several instances): the `rate_windows` table. A whole
+//   batch of checks (the requests of one group commit) costs two statements: one read of
+//   every window the batch touches and one multi-row write of the windows that changed.
+//   Concurrency across instances is optimistic: each row carries a version, the write
+//   applies only to rows whose version is still the one read (compare-and-swap), and the
+//   checks of tokens whose write lost are decided again on a fresh read. Inside one SQLite
+//   transaction nothing else can write, so there the first write always wins.
+// - LocalRateWindows (SQLite, one serving process per database: storage/instance-lock.ts):
+//   the process's memory. The table would cost a page write per token per commit, the
+//   largest part of a small request's cost, for a window that only this process reads.
+
 import type { Queryable } from '../storage/db.js';
 import type { RateLimitResult, RateLimitSettings } from './types.js';
 
@@ -122,4 +126,40 @@ export async function checkRateWindows(
     pending = [...changed.keys()].filter((id) => !written.has(id));
   }
   return results;
+}
+
+/**
+ * The windows of the one process that serves a SQLite database, in memory. A restart
+ * forgets them, which at most lets each token start a fresh window early; allotment usage,
+ * which matters, stays in the database.
+ */
+export class LocalRateWindows {
+  private readonly windows = new Map<string, number[]>();
+  private nextSweep = 0;
+
+  /** Counts one request of `tokenId` at `now` (decide's rules), at once. */
+  check(tokenId: string, now: number, settings: RateLimitSettings): RateLimitResult {
+    this.sweep(now, settings.windowMs);
+    let stamps = this.windows.get(tokenId);
+    if (!stamps) {
+      stamps = [];
+      this.windows.set(tokenId, stamps);
+    }
+    return decide(stamps, now, settings);
+  }
+
+  /** Tokens with a request inside the window (for tests and metrics). */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  /** Once per window length, forgets tokens whose newest request has left the window. */
+  private sweep(now: number, windowMs: number): void {
+    if (now < this.nextSweep) return;
+    this.nextSweep = now + windowMs;
+    for (const [tokenId, stamps] of this.windows) {
+      const newest = stamps[stamps.length - 1];
+      if (newest === undefined || newest <= now - windowMs) this.windows.delete(tokenId);
+    }
+  }
 }

@@ -1,12 +1,16 @@
 // Accounts, tokens, allotment usage and rate-limit windows, in the shared database so
-// several server instances on one PostgreSQL agree on all of them.
+// several server instances on one PostgreSQL agree on all of them. On SQLite, which one
+// process serves (storage/instance-lock.ts), the rate windows and a cache of looked-up
+// tokens live in that process instead (rate-windows.ts, token-cache.ts); usage, which
+// matters, is in the database on both.
 import crypto from 'node:crypto';
 
 import { CommitBatcher } from '../storage/batch.js';
 import type { Db, Queryable } from '../storage/db.js';
-import { checkRateWindows, type RateCheck } from './rate-windows.js';
+import { checkRateWindows, LocalRateWindows, type RateCheck } from './rate-windows.js';
 import { ACCOUNTS_MIGRATIONS, ACCOUNTS_NAMESPACE } from './migrations.js';
 import { formatPeriod, parsePeriod, periodWindow, type Period, type PeriodWindow } from './period.js';
+import { TokenCache, type CachedToken } from './token-cache.js';
 import { generateToken, generateTokenId, hashesEqual, hashToken, isWellFormedToken, lookupKey } from './token.js';
 import type {
   Account,
@@ -69,6 +73,13 @@ function toAccount(row: AccountRow): Account {
   };
 }
 
+/** The 401 decision for a found token at time `now`. */
+function judge(token: CachedToken, now: number): AuthResult {
+  if (token.revokedAt !== null) return { ok: false, reason: 'revoked' };
+  if (token.expiresAt !== null && now >= token.expiresAt) return { ok: false, reason: 'expired' };
+  return { ok: true, account: token.account, tokenId: token.tokenId };
+}
+
 function toTokenInfo(row: TokenRow & { account_name: string }): TokenInfo {
   return {
     id: row.id,
@@ -114,8 +125,19 @@ function groupByAccountPeriod(requests: readonly ReserveRequest[]): number[][] {
   return [...groups.values()].sort((a, b) => requests[a[0]!]!.account.id - requests[b[0]!]!.account.id);
 }
 
+/**
+ * What the stores on one SQLite database share in their process (Db.connectionState): the
+ * one serving process keeps the rate windows and known tokens here rather than in the file.
+ */
+interface ProcessLocal {
+  windows: LocalRateWindows;
+  tokens: TokenCache;
+}
+
 export class AccountStore {
   private readonly clock: () => number;
+  /** Set on SQLite (one serving process); undefined on PostgreSQL (several instances). */
+  private readonly local: ProcessLocal | undefined;
   private readonly rate: RateLimitSettings;
   private readonly reserveBatcher: CommitBatcher<ReserveRequest, ReserveResult>;
   private readonly admitBatcher: CommitBatcher<AdmitRequest, AdmitResult>;
@@ -132,6 +154,10 @@ export class AccountStore {
     this.admitBatcher = new CommitBatcher(db, { batch: (tx, requests) => this.admitAll(tx, requests) });
     // A rate-window write lost in a power cut is harmless, so these commits skip the flush.
     this.rateBatcher = new CommitBatcher(db, { batch: (tx, checks) => checkRateWindows(tx, checks, this.rate) }, { durable: false });
+    this.local =
+      db.engine === 'sqlite'
+        ? db.connectionState<ProcessLocal>('accounts', () => ({ windows: new LocalRateWindows(), tokens: new TokenCache() }))
+        : undefined;
   }
 
   /** Brings the schema up to date and returns a store on `db` (the caller keeps owning `db`). */
@@ -178,6 +204,7 @@ export class AccountStore {
     if (change.period !== undefined) {
       await this.db.execute('UPDATE accounts SET period = $1 WHERE id = $2', [formatPeriod(change.period), id]);
     }
+    this.local?.tokens.invalidate();
     const account = await this.getAccountById(id);
     if (!account) throw new Error(`account ${id} does not exist`);
     return account;
@@ -216,6 +243,7 @@ export class AccountStore {
       this.clock(),
       tokenId,
     ]);
+    this.local?.tokens.invalidate();
     return changed > 0;
   }
 
@@ -228,6 +256,27 @@ export class AccountStore {
     if (token === undefined || token === '') return { ok: false, reason: 'missing' };
     if (!isWellFormedToken(token)) return { ok: false, reason: 'malformed' };
     const hash = hashToken(token);
+    const cache = this.local?.tokens;
+    if (!cache) {
+      const found = await this.findToken(hash);
+      return found ? judge(found, now) : { ok: false, reason: 'unknown' };
+    }
+    const key = hash.toString('base64');
+    const mark = this.db.externalChangeMark()!;
+    const cached = cache.get(key, mark);
+    if (cached) return judge(cached, now);
+    const ticket = cache.begin(mark);
+    const found = await this.findToken(hash);
+    if (!found) return { ok: false, reason: 'unknown' };
+    cache.store(key, found, ticket);
+    return judge(found, now);
+  }
+
+  /**
+   * The token row whose hash is `hash`, found by a non-secret prefix of it and compared in
+   * full in constant time; a miss runs the same comparison against a dummy.
+   */
+  private async findToken(hash: Buffer): Promise<CachedToken | undefined> {
     const candidates = await this.db.query<TokenRow & AccountRow & { token_id: string }>(
       `SELECT t.id AS token_id, t.hash, t.expires_at, t.revoked_at, ${ACCOUNT_COLUMNS}
          FROM tokens t JOIN accounts a ON a.id = t.account_id WHERE t.lookup = $1`,
@@ -238,10 +287,8 @@ export class AccountStore {
       if (hashesEqual(Buffer.from(row.hash), hash)) match = row;
     }
     if (candidates.length === 0) hashesEqual(DUMMY_HASH, hash);
-    if (!match) return { ok: false, reason: 'unknown' };
-    if (match.revoked_at !== null) return { ok: false, reason: 'revoked' };
-    if (match.expires_at !== null && now >= match.expires_at) return { ok: false, reason: 'expired' };
-    return { ok: true, account: toAccount(match), tokenId: match.token_id };
+    if (!match) return undefined;
+    return { tokenId: match.token_id, account: toAccount(match), expiresAt: match.expires_at, revokedAt: match.revoked_at };
   }
 
   // ---- rate limit ----------------------------------------------------------------
@@ -253,6 +300,7 @@ export class AccountStore {
    * concurrent requests on any number of instances are counted one by one.
    */
   async rateLimit(tokenId: string, now: number = this.clock()): Promise<RateLimitResult> {
+    if (this.local) return this.local.windows.check(tokenId, now, this.rate);
     return this.rateBatcher.submit({ tokenId, now });
   }
 
@@ -335,13 +383,14 @@ export class AccountStore {
    */
   async admit(tokenId: string, account: Account, bytes: number, now: number = this.clock()): Promise<AdmitResult> {
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new Error(`cannot reserve ${bytes} bytes`);
-    return this.admitBatcher.submit({
-      tokenId,
-      account,
-      bytes,
-      now,
-      window: periodWindow(account.period, account.createdAt, now),
-    });
+    const window = periodWindow(account.period, account.createdAt, now);
+    if (!this.local) return this.admitBatcher.submit({ tokenId, account, bytes, now, window });
+    // One serving process: the window is decided here and now, and only a request it lets
+    // through costs a database write (its reservation, group-committed with the others).
+    const rate = this.local.windows.check(tokenId, now, this.rate);
+    if (!rate.allowed) return { ok: false, refusal: 'rate-limit', retryAfterSeconds: rate.retryAfterSeconds };
+    const reserved = await this.reserveBatcher.submit({ account, bytes, window });
+    return reserved.ok ? reserved : { ok: false, refusal: 'allotment', remaining: reserved.remaining, resetsAt: reserved.resetsAt };
   }
 
   /**

@@ -1,19 +1,13 @@
 // Keeps the feeder's buffer out of swap and core dumps when the system allows it, through
 // the small native helper in native/memlock (Node has no mlock). Failure is not fatal:
 // the buffer still works, and the status says it is not locked and why.
-import os from 'node:os';
-
 import { addon } from '../native/addon.js';
+import { errnoName } from '../native/errno.js';
 
 export interface LockResult {
   locked: boolean;
   /** Why it is not locked (errno name and what to change), when it is not. */
   reason?: string;
-}
-
-function errnoName(code: number): string {
-  const names = os.constants.errno as Record<string, number>;
-  return Object.keys(names).find((k) => names[k] === code) ?? `errno ${code}`;
 }
 
 /** mlock(2) the pages of `buffer` and mark them MADV_DONTDUMP. */

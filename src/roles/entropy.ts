@@ -1,6 +1,7 @@
 // The `entropy` role: source -> health gate -> pool (filled in the background) -> HTTPS API.
 import fs from 'node:fs/promises';
 import { isIP } from 'node:net';
+import path from 'node:path';
 
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -10,7 +11,8 @@ import { EntropyPool, PoolFiller } from '../pool/index.js';
 import { accountsFromStore } from '../server/account-store.js';
 import { buildEntropyApp } from '../server/app.js';
 import { createSource, parseSourceSpec, type BlockTester, type EntropySource } from '../sources/index.js';
-import { openDatabase, type Db } from '../storage/db.js';
+import { openDatabase, parseStorageUrl, type Db } from '../storage/db.js';
+import { InstanceLock } from '../storage/instance-lock.js';
 import { loadServingTls, useNewCertificate, type ServingTls } from './tls-files.js';
 import type { Role, RoleContext } from './types.js';
 
@@ -43,6 +45,7 @@ export interface EntropyRoleDeps {
 export class EntropyRole implements Role {
   readonly name = 'entropy';
   private db: Db | undefined;
+  private instanceLock: InstanceLock | undefined;
   private source: EntropySource | undefined;
   private filler: PoolFiller | undefined;
   private app: FastifyInstance | undefined;
@@ -98,6 +101,13 @@ export class EntropyRole implements Role {
       ...(config.pool?.chunkBytes !== undefined ? { chunkSize: config.pool.chunkBytes } : {}),
     });
     this.db = await openDatabase({ url: config.storageUrl });
+    try {
+      this.instanceLock = this.lockSqliteDatabase();
+    } catch (err) {
+      await this.db.close();
+      this.db = undefined;
+      throw err;
+    }
     const store = await AccountStore.open(this.db, {
       ...(this.deps.now ? { clock: this.deps.now } : {}),
       ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
@@ -140,8 +150,10 @@ export class EntropyRole implements Role {
     this.pool?.clear();
     await withDeadline(this.source?.close(), 1_000);
     await this.db?.close();
+    this.instanceLock?.release();
     this.app = undefined;
     this.db = undefined;
+    this.instanceLock = undefined;
     const shared = this.context.shared;
     if (shared && shared.entropyPool === this.pool) delete shared.entropyPool;
     this.logger.info({ ms: Date.now() - started }, 'entropy service stopped');
@@ -151,6 +163,17 @@ export class EntropyRole implements Role {
     // Certificates are read at start; a reload re-reads them for new connections.
     const tls = await this.loadTls();
     if (tls && useNewCertificate(this.app?.server, tls)) this.logger.info('TLS certificate and key reloaded');
+  }
+
+  /**
+   * On SQLite this process keeps the rate-limit windows in memory, which is exact only if no
+   * other process serves entropy from the same file: take the database's entropy lock (a
+   * second daemon then refuses to start and says why). PostgreSQL shares the windows.
+   */
+  private lockSqliteDatabase(): InstanceLock | undefined {
+    const storage = parseStorageUrl(this.config.storageUrl);
+    if (storage.engine !== 'sqlite' || storage.file === ':memory:') return undefined;
+    return InstanceLock.acquire(path.resolve(storage.file), 'entropy');
   }
 
   private loadTls(): Promise<ServingTls | undefined> {

@@ -83,6 +83,7 @@ export class PostgresDb implements Db {
   private readonly pool: pg.Pool;
   private readonly runner: PgRunner;
   private closed = false;
+  private readonly state = new Map<string, unknown>();
 
   constructor(options: PostgresOptions) {
     const config: pg.PoolConfig = {
@@ -103,6 +104,16 @@ export class PostgresDb implements Db {
 
   query<T = Row>(sql: string, params: readonly SqlParam[] = []): Promise<T[]> {
     return this.runner.query<T>(sql, params);
+  }
+
+  connectionState<T>(key: string, create: () => T): T {
+    if (!this.state.has(key)) this.state.set(key, create());
+    return this.state.get(key) as T;
+  }
+
+  /** Other instances write the same database at any time, and asking would cost a round trip. */
+  externalChangeMark(): undefined {
+    return undefined;
   }
 
   execute(sql: string, params: readonly SqlParam[] = []): Promise<number> {

@@ -31,6 +31,10 @@ interface SharedConnection {
    * the database is not in WAL mode (in memory), where commits sync inline if at all.
    */
   wal: WalSyncer | undefined;
+  /** Db.connectionState: what callers keep for this file in this process. */
+  state: Map<string, unknown>;
+  /** PRAGMA data_version, prepared once: it is read per request by the token cache. */
+  dataVersion: Database.Statement | undefined;
 }
 
 const openFiles = new Map<string, SharedConnection>();
@@ -109,7 +113,16 @@ function openShared(file: string): SharedConnection {
     sqlite.close();
     throw err;
   }
-  const shared: SharedConnection = { sqlite, statements: new Map(), mutex: new AsyncMutex(), handles: 1, key, wal };
+  const shared: SharedConnection = {
+    sqlite,
+    statements: new Map(),
+    mutex: new AsyncMutex(),
+    handles: 1,
+    key,
+    wal,
+    state: new Map(),
+    dataVersion: undefined,
+  };
   openFiles.set(key, shared);
   return shared;
 }
@@ -264,6 +277,17 @@ export class SqliteDb implements Db {
     // so other transactions run (and queue for the next flush) while this one is flushed.
     if (flushed) await flushed;
     return result;
+  }
+
+  connectionState<T>(key: string, create: () => T): T {
+    if (!this.shared.state.has(key)) this.shared.state.set(key, create());
+    return this.shared.state.get(key) as T;
+  }
+
+  externalChangeMark(): number {
+    this.ensureOpen();
+    this.shared.dataVersion ??= this.shared.sqlite.prepare('PRAGMA data_version').pluck();
+    return this.shared.dataVersion.get() as number;
   }
 
   async migrate(namespace: string, migrations: readonly Migration[]): Promise<void> {

@@ -56,6 +56,20 @@ export interface Db extends Queryable {
    * Never edit a released migration; append a new one.
    */
   migrate(namespace: string, migrations: readonly Migration[]): Promise<void>;
+  /**
+   * State a caller keeps in this process for this database, made by `create` the first time
+   * `key` is asked for. SQLite: one per file per process, shared by every handle on the file
+   * here (they share its one connection) and dropped when the last one closes. PostgreSQL:
+   * this handle's own (each handle is a separate instance with its own pool).
+   */
+  connectionState<T>(key: string, create: () => T): T;
+  /**
+   * A cheap mark that changes whenever another process has committed to the database
+   * (SQLite: `PRAGMA data_version`), so what this process read can be kept until it does.
+   * Writes through this process's own connection do not change it. undefined where the
+   * engine has no cheap way to tell (PostgreSQL): keep nothing across requests there.
+   */
+  externalChangeMark(): number | undefined;
   /** Closes this handle (the last handle on a SQLite file closes the file). */
   close(): Promise<void>;
 }
