@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { AccountStore, parseBearer, parsePeriod, periodWindow, type Period } from '../src/accounts/index.js';
 import { checkRateWindows } from '../src/accounts/rate-windows.js';
+import { TokenCache, type CachedToken } from '../src/accounts/token-cache.js';
 import type { Db, Queryable } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
 
@@ -166,10 +167,15 @@ describeEachEngine('accounts', (engine) => {
       for (const token of [t.token, u.token]) expect((await store.authenticate(token)).ok).toBe(true);
       // Expiry is judged at each request's own time, not when the token was first looked up.
       expect(await store.authenticate(t.token, T0 + 60_000)).toEqual({ ok: false, reason: 'expired' });
-      // Another process (the CLI beside a daemon): on SQLite a connection of its own.
+      // Another process (the CLI beside a daemon): on SQLite a connection of its own. Its
+      // change is seen from the next turn of the event loop on (the SQLite engine reads the
+      // change mark once per turn), where a request arriving after it is handled.
+      const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
       await elsewhere('UPDATE tokens SET revoked_at = $1 WHERE id = $2', [T0, u.info.id]);
+      await nextTurn();
       expect(await store.authenticate(u.token)).toEqual({ ok: false, reason: 'revoked' });
       await elsewhere('UPDATE accounts SET allotment_bytes = $1 WHERE id = $2', [8192, account.id]);
+      await nextTurn();
       const auth = await store.authenticate(t.token);
       expect(auth.ok && auth.account.allotmentBytes).toBe(8192);
     });
@@ -460,6 +466,43 @@ describeEachEngine('accounts', (engine) => {
     expect(await store.authenticate(revoked.token)).toEqual({ ok: false, reason: 'revoked' });
     expect((await store.usage(account.id)).usedBytes).toBe(4096);
     expect(await store.reserveAllotment(account.id, 8192)).toMatchObject({ ok: false, remaining: 10_000 - 4096 });
+  });
+});
+
+describe('token cache (SQLite serving process)', () => {
+  const entry = (tokenId: string): CachedToken => ({
+    tokenId,
+    account: { id: 1, name: 'a', allotmentBytes: null, period: { kind: 'month' }, createdAt: 0 },
+    expiresAt: null,
+    revokedAt: null,
+  });
+
+  it('keeps an answer only if nothing changed between its query and its store', () => {
+    const cache = new TokenCache();
+    expect(cache.get('k', 7)).toBeUndefined();
+    // Read, then this process revokes something before the answer comes back: not kept.
+    const stale = cache.begin(7);
+    cache.invalidate();
+    cache.store('k', entry('tok_old'), stale);
+    expect(cache.get('k', 7)).toBeUndefined();
+    // Read, then another process commits (the mark moves): not kept either.
+    const before = cache.begin(7);
+    expect(cache.get('other', 8)).toBeUndefined();
+    cache.store('k', entry('tok_old'), before);
+    expect(cache.get('k', 8)).toBeUndefined();
+    // Nothing in between: kept, until the mark moves again.
+    cache.store('k', entry('tok_new'), cache.begin(8));
+    expect(cache.get('k', 8)?.tokenId).toBe('tok_new');
+    expect(cache.get('k', 9)).toBeUndefined();
+  });
+
+  it('holds at most its limit, dropping the oldest', () => {
+    const cache = new TokenCache(2);
+    cache.get('a', 1);
+    for (const key of ['a', 'b', 'c']) cache.store(key, entry(key), cache.begin(1));
+    expect(cache.size).toBe(2);
+    expect(cache.get('a', 1)).toBeUndefined();
+    expect(cache.get('c', 1)?.tokenId).toBe('c');
   });
 });
 

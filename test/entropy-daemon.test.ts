@@ -114,6 +114,34 @@ describe('entropy role under the daemon runner', () => {
     await expect(runRoles(roles, logger, { signals: new EventEmitter() })).rejects.toThrow(/certFile: cannot read/);
   });
 
+  it('serves a SQLite database from one process: a second daemon on the same file refuses to start, and says why', async () => {
+    const storageUrl = `sqlite:${path.join(dir, 'one-server.db')}`;
+    const configFor = () =>
+      resolveConfig({
+        storage: { url: storageUrl },
+        entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 1024 * 1024 } },
+      });
+    const { logger } = captureLogger();
+    const [first] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+    await first!.start();
+    try {
+      const [second] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+      await expect(second!.start()).rejects.toThrow(
+        new RegExp(`another qentropy process \\(pid ${process.pid}\\) already serves the entropy role from .*one-server\\.db; .*use PostgreSQL`),
+      );
+      // The refused start left the database usable: the first still serves.
+      const token = await tokenFor(storageUrl);
+      await first!.pool!.waitForLevel(1024);
+      expect(await fetchEntropy({ url: first!.address!.url, token })).toHaveLength(1024);
+    } finally {
+      await first!.stop();
+    }
+    // Once the first has stopped, another may serve the file.
+    const [third] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+    await third!.start();
+    await third!.stop();
+  });
+
   it('serves plain HTTP on loopback when configured', async () => {
     const storageUrl = `sqlite:${path.join(dir, 'plain.db')}`;
     const config = resolveConfig({
