@@ -296,8 +296,9 @@ export class AccountStore {
   /**
    * Counts a request in the token's sliding window (rate-windows.ts): allowed when fewer
    * than `requests` (30) allowed requests of this token happened in the last `windowMs`
-   * (10 s), i.e. at times t with now - windowMs < t. Shared through the database, so
-   * concurrent requests on any number of instances are counted one by one.
+   * (10 s), i.e. at times t with now - windowMs < t. On PostgreSQL shared through the
+   * database, so concurrent requests on any number of instances are counted one by one; on
+   * SQLite kept by the one serving process.
    */
   async rateLimit(tokenId: string, now: number = this.clock()): Promise<RateLimitResult> {
     if (this.local) return this.local.windows.check(tokenId, now, this.rate);
