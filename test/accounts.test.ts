@@ -451,6 +451,117 @@ describeEachEngine('accounts', (engine) => {
     });
   });
 
+  // SQLite only: PostgreSQL instances share accounts, so there every request reserves in the database.
+  if (engine.name === 'sqlite') describe('while serving SQLite: allotment charged ahead in grants', () => {
+    const KIB = 1024;
+    /** The database row, as another process reads it. */
+    async function row(accountId: number): Promise<{ used_bytes: number; held_bytes: number } | undefined> {
+      const [r] = await db.query<{ used_bytes: number; held_bytes: number }>(
+        'SELECT used_bytes, held_bytes FROM allotment_usage WHERE account_id = $1',
+        [accountId],
+      );
+      return r;
+    }
+
+    it('charges a grant durably before serving from it, and records what was served', async () => {
+      await store.startServing({ moveIntervalMs: 60_000 });
+      try {
+        const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB });
+        const { info } = await store.createToken(account.id);
+        for (let i = 0; i < 3; i++) expect((await store.admit(info.id, account, KIB, T0 + i)).ok).toBe(true);
+        // In the database: one 64 KiB grant held, nothing moved to used yet.
+        expect(await row(account.id)).toEqual({ used_bytes: 0, held_bytes: 64 * KIB });
+        // The serving process reports exactly what it served, and what remains for the account.
+        expect(await store.usage(account.id)).toMatchObject({ usedBytes: 3 * KIB, remainingBytes: 1021 * KIB });
+        await store.recordServed();
+        expect(await row(account.id)).toEqual({ used_bytes: 3 * KIB, held_bytes: 61 * KIB });
+      } finally {
+        await store.stopServing();
+      }
+      // A clean stop returns the unserved part: the database says exactly what was served.
+      expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 3 * KIB, held_bytes: 0 });
+    });
+
+    it('refuses exactly when the allotment is used up, and a refused or returned request takes nothing', async () => {
+      await store.startServing();
+      try {
+        const account = await store.createAccount({ name: 'alice', allotmentBytes: 100 * KIB });
+        const tokens = await Promise.all(Array.from({ length: 10 }, () => store.createToken(account.id)));
+        const results = await Promise.all(
+          Array.from({ length: 200 }, (_, i) => store.admit(tokens[i % 10]!.info.id, account, KIB, T0 + (i % 7))),
+        );
+        expect(results.filter((r) => r.ok)).toHaveLength(100);
+        expect(results.filter((r) => !r.ok && r.refusal === 'allotment')).toHaveLength(100);
+        // A request that found the pool short gives its bytes back to the grant.
+        const served = results.find((r) => r.ok)!;
+        if (served.ok) await store.releaseAllotment(served.reservation);
+        expect(await store.usage(account.id)).toMatchObject({ usedBytes: 99 * KIB, remainingBytes: KIB });
+        const last = await store.admit(tokens[0]!.info.id, account, KIB, T0 + 10_000);
+        expect(last.ok).toBe(true);
+        expect(await store.admit(tokens[1]!.info.id, account, KIB, T0 + 10_000)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
+      } finally {
+        await store.stopServing();
+      }
+      expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 100 * KIB, held_bytes: 0 });
+    });
+
+    it('other processes see held bytes as taken: a reservation cannot use what the server has granted itself', async () => {
+      await store.startServing({ moveIntervalMs: 60_000 });
+      try {
+        const account = await store.createAccount({ name: 'alice', allotmentBytes: 100 * KIB });
+        const { info } = await store.createToken(account.id);
+        expect((await store.admit(info.id, account, KIB, T0)).ok).toBe(true);
+        // 64 KiB held, 1 KiB of it served: a direct reservation of 40 KiB does not fit.
+        expect(await store.reserveAllotment(account.id, 40 * KIB)).toMatchObject({ ok: false, remaining: 36 * KIB });
+        expect((await store.reserveAllotment(account.id, 36 * KIB)).ok).toBe(true);
+        // The server still serves its grant.
+        // (400 ms apart, so the rate limit never refuses them.)
+        for (let i = 1; i <= 63; i++) expect((await store.admit(info.id, account, KIB, T0 + i * 400)).ok).toBe(true);
+        expect(await store.admit(info.id, account, KIB, T0 + 64 * 400)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
+      } finally {
+        await store.stopServing();
+      }
+    });
+
+    it('after a server stopped without returning its grant, the next one counts the held bytes as used', async () => {
+      await store.startServing({ moveIntervalMs: 60_000 });
+      const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB });
+      const { info } = await store.createToken(account.id);
+      for (let i = 0; i < 5; i++) expect((await store.admit(info.id, account, KIB, T0 + i)).ok).toBe(true);
+      // The process dies: no stopServing; its connection goes away.
+      await db.close();
+      db = await engine.open();
+      store = await AccountStore.open(db, { clock: clock.read });
+      expect(await row(account.id)).toEqual({ used_bytes: 0, held_bytes: 64 * KIB });
+      // Served bytes are never under-counted; the unserved rest of the grant is lost to the account.
+      expect(await store.startServing()).toBe(64 * KIB);
+      try {
+        expect(await row(account.id)).toEqual({ used_bytes: 64 * KIB, held_bytes: 0 });
+        expect(await store.usage(account.id)).toMatchObject({ usedBytes: 64 * KIB, remainingBytes: 960 * KIB });
+      } finally {
+        await store.stopServing();
+      }
+    });
+
+    it('returns the unserved grant of a period once it has ended', async () => {
+      await store.startServing({ moveIntervalMs: 60_000 });
+      try {
+        const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB, period: { kind: 'day' } });
+        const { info } = await store.createToken(account.id);
+        expect((await store.admit(info.id, account, 2 * KIB, T0)).ok).toBe(true);
+        clock.now = T0 + 86_400_000;
+        await store.recordServed();
+        const [old] = await db.query<{ used_bytes: number; held_bytes: number }>(
+          'SELECT used_bytes, held_bytes FROM allotment_usage WHERE account_id = $1 AND period_start < $2',
+          [account.id, clock.now - 3_600_000],
+        );
+        expect(old).toEqual({ used_bytes: 2 * KIB, held_bytes: 0 });
+      } finally {
+        await store.stopServing();
+      }
+    });
+  });
+
   it('a restart keeps accounts, tokens, usage and revocations', async () => {
     const account = await store.createAccount({ name: 'alice', allotmentBytes: 10_000 });
     const kept = await store.createToken(account.id);

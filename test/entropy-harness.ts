@@ -69,6 +69,8 @@ export async function startTestServer(options: StartOptions): Promise<TestServer
   const prefill = options.prefill ?? capacity;
   if (prefill > 0) pool.put((await import('node:crypto')).randomBytes(prefill));
   const store = await AccountStore.open(options.db, options.clock ? { clock: options.clock.read } : {});
+  // As the entropy role does once it serves the database.
+  await store.startServing();
   const app = await buildEntropyApp({
     pool,
     accounts: accountsFromStore(store),
@@ -91,6 +93,7 @@ export async function startTestServer(options: StartOptions): Promise<TestServer
     async close() {
       await agent.close();
       await app.close();
+      await store.stopServing();
     },
   };
 }

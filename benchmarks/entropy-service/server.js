@@ -85,6 +85,8 @@ if (mode === 'ceiling') {
   }
   // `service-memory`: the same app with accounts held in memory, to separate the cost of
   // the HTTP/pool/encoder path from the database work per request (not a deployable mode).
+  // As the entropy role does once it serves the database (SQLite: allotment charged ahead).
+  if (mode !== 'service-memory') await store.startServing();
   const accounts = mode === 'service-memory' ? memoryAccounts(tokens) : accountsFromStore(store);
   const app = await buildEntropyApp({
     pool,
@@ -98,6 +100,7 @@ if (mode === 'ceiling') {
   process.on('SIGTERM', async () => {
     await app.close();
     await filler?.stop();
+    await store.stopServing();
     await db.close();
     fs.rmSync(dir, { recursive: true, force: true });
     process.exit(0);

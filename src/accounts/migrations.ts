@@ -38,4 +38,7 @@ export const ACCOUNTS_MIGRATIONS: readonly Migration[] = [
      stamps TEXT NOT NULL,
      version BIGINT NOT NULL
    )`,
+  // Allotment the serving process has charged in advance and not served yet
+  // (held-allotment.ts; SQLite only, always 0 on PostgreSQL). Reservations count it as taken.
+  `ALTER TABLE allotment_usage ADD COLUMN held_bytes BIGINT NOT NULL DEFAULT 0`,
 ];

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 
 import { CommitBatcher } from '../storage/batch.js';
 import type { Db, Queryable } from '../storage/db.js';
+import { HeldAllotment, type HeldAllotmentOptions } from './held-allotment.js';
 import { checkRateWindows, LocalRateWindows, type RateCheck } from './rate-windows.js';
 import { ACCOUNTS_MIGRATIONS, ACCOUNTS_NAMESPACE } from './migrations.js';
 import { formatPeriod, parsePeriod, periodWindow, type Period, type PeriodWindow } from './period.js';
@@ -132,6 +133,8 @@ function groupByAccountPeriod(requests: readonly ReserveRequest[]): number[][] {
 interface ProcessLocal {
   windows: LocalRateWindows;
   tokens: TokenCache;
+  /** Allotment charged ahead, while this process serves (`startServing`): one per database. */
+  held: { allotment: Promise<HeldAllotment> | undefined; servers: number };
 }
 
 export class AccountStore {
@@ -156,7 +159,11 @@ export class AccountStore {
     this.rateBatcher = new CommitBatcher(db, { batch: (tx, checks) => checkRateWindows(tx, checks, this.rate) }, { durable: false });
     this.local =
       db.engine === 'sqlite'
-        ? db.connectionState<ProcessLocal>('accounts', () => ({ windows: new LocalRateWindows(), tokens: new TokenCache() }))
+        ? db.connectionState<ProcessLocal>('accounts', () => ({
+            windows: new LocalRateWindows(),
+            tokens: new TokenCache(),
+            held: { allotment: undefined, servers: 0 },
+          }))
         : undefined;
   }
 
@@ -291,6 +298,50 @@ export class AccountStore {
     return { tokenId: match.token_id, account: toAccount(match), expiresAt: match.expires_at, revokedAt: match.revoked_at };
   }
 
+  // ---- serving -------------------------------------------------------------------
+
+  /**
+   * Called by the process that serves entropy from this database, once it holds the
+   * database's serving lock (SQLite: storage/instance-lock.ts): from now on `admit` takes
+   * allotment from grants charged ahead (held-allotment.ts) instead of one durable commit
+   * per request. Counts as used whatever a previous server left held, and returns those
+   * bytes (0 when there were none, or on PostgreSQL, where nothing changes). Pair with
+   * `stopServing`.
+   */
+  async startServing(options: HeldAllotmentOptions = {}): Promise<number> {
+    const held = this.local?.held;
+    if (!held) return 0;
+    held.servers++;
+    if (held.allotment) return 0;
+    const starting = HeldAllotment.start(this.db, this.clock, options);
+    held.allotment = starting.then(({ held: allotment }) => allotment);
+    try {
+      return (await starting).reclaimedBytes;
+    } catch (err) {
+      held.servers--;
+      held.allotment = undefined;
+      throw err;
+    }
+  }
+
+  /** Records what was served and returns the unserved held allotment (when the last server on this database stops). */
+  async stopServing(): Promise<void> {
+    const held = this.local?.held;
+    if (!held?.allotment || --held.servers > 0) return;
+    const allotment = await held.allotment;
+    held.allotment = undefined;
+    await allotment.close();
+  }
+
+  /** While serving: moves the bytes served so far from held to used now (tests, reports). */
+  async recordServed(): Promise<void> {
+    await (await this.heldAllotment())?.recordServed();
+  }
+
+  private heldAllotment(): Promise<HeldAllotment> | undefined {
+    return this.local?.held.allotment;
+  }
+
   // ---- rate limit ----------------------------------------------------------------
 
   /**
@@ -316,17 +367,21 @@ export class AccountStore {
 
   private async usageOf(q: Queryable, account: Account, now: number): Promise<Usage> {
     const window = periodWindow(account.period, account.createdAt, now);
-    const [row] = await q.query<{ used_bytes: number }>(
-      'SELECT used_bytes FROM allotment_usage WHERE account_id = $1 AND period_start = $2',
+    const [row] = await q.query<{ used_bytes: number; held_bytes: number }>(
+      'SELECT used_bytes, held_bytes FROM allotment_usage WHERE account_id = $1 AND period_start = $2',
       [account.id, window.start],
     );
-    const used = row?.used_bytes ?? 0;
+    // Held bytes are charged but maybe not served. The serving process knows how many it has
+    // served (not yet moved to used) and how many are still to serve; others count them as taken.
+    const mine = (await this.heldAllotment())?.heldFor(account.id, window.start);
+    const used = (row?.used_bytes ?? 0) + (mine?.unmoved ?? 0);
+    const taken = (row?.used_bytes ?? 0) + (row?.held_bytes ?? 0) - (mine?.left ?? 0);
     return {
       periodStart: window.start,
       resetsAt: window.end,
       usedBytes: used,
       allotmentBytes: account.allotmentBytes,
-      remainingBytes: account.allotmentBytes === null ? null : Math.max(0, account.allotmentBytes - used),
+      remainingBytes: account.allotmentBytes === null ? null : Math.max(0, account.allotmentBytes - taken),
     };
   }
 
@@ -357,19 +412,19 @@ export class AccountStore {
       `INSERT INTO allotment_usage (account_id, period_start, used_bytes)
          SELECT id, $2, $3 FROM accounts WHERE id = $1 AND (allotment_bytes IS NULL OR $3 <= allotment_bytes)
        ON CONFLICT (account_id, period_start) DO UPDATE SET used_bytes = allotment_usage.used_bytes + excluded.used_bytes
-         WHERE allotment_usage.used_bytes + excluded.used_bytes <=
+         WHERE allotment_usage.used_bytes + allotment_usage.held_bytes + excluded.used_bytes <=
                COALESCE((SELECT allotment_bytes FROM accounts WHERE id = $1), allotment_usage.used_bytes + excluded.used_bytes)`,
       [account.id, window.start, bytes],
     );
     if (taken === 1) return { ok: true, reservation: { accountId: account.id, bytes, periodStart: window.start } };
     // Report against the allotment as it is now (it may have changed since `account` was read).
-    const [row] = await q.query<{ allotment_bytes: number | null; used_bytes: number | null }>(
-      `SELECT a.allotment_bytes, u.used_bytes FROM accounts a
+    const [row] = await q.query<{ allotment_bytes: number | null; used_bytes: number | null; held_bytes: number | null }>(
+      `SELECT a.allotment_bytes, u.used_bytes, u.held_bytes FROM accounts a
          LEFT JOIN allotment_usage u ON u.account_id = a.id AND u.period_start = $2 WHERE a.id = $1`,
       [account.id, window.start],
     );
     const allotment = row?.allotment_bytes ?? account.allotmentBytes ?? 0;
-    return { ok: false, remaining: Math.max(0, allotment - (row?.used_bytes ?? 0)), resetsAt: window.end };
+    return { ok: false, remaining: Math.max(0, allotment - (row?.used_bytes ?? 0) - (row?.held_bytes ?? 0)), resetsAt: window.end };
   }
 
   // ---- rate limit and allotment together ------------------------------------------
@@ -390,7 +445,8 @@ export class AccountStore {
     // through costs a database write (its reservation, group-committed with the others).
     const rate = this.local.windows.check(tokenId, now, this.rate);
     if (!rate.allowed) return { ok: false, refusal: 'rate-limit', retryAfterSeconds: rate.retryAfterSeconds };
-    const reserved = await this.reserveBatcher.submit({ account, bytes, window });
+    const held = await this.heldAllotment();
+    const reserved = held ? await held.take(account, window, bytes) : await this.reserveBatcher.submit({ account, bytes, window });
     return reserved.ok ? reserved : { ok: false, refusal: 'allotment', remaining: reserved.remaining, resetsAt: reserved.resetsAt };
   }
 
@@ -437,6 +493,8 @@ export class AccountStore {
 
   /** Gives back a reservation's bytes (to the period they were taken from). */
   async releaseAllotment(reservation: Reservation): Promise<void> {
+    const held = reservation.held ? await this.heldAllotment() : undefined;
+    if (held) return held.giveBack(reservation);
     await this.db.execute(
       'UPDATE allotment_usage SET used_bytes = used_bytes - $3 WHERE account_id = $1 AND period_start = $2 AND used_bytes >= $3',
       [reservation.accountId, reservation.periodStart, reservation.bytes],

@@ -25,6 +25,8 @@ export interface Reservation {
   bytes: number;
   /** Start of the period the bytes were counted in (a release after a reset still hits it). */
   periodStart: number;
+  /** Taken from allotment the serving process holds (held-allotment.ts), and given back there. */
+  held?: true;
 }
 
 export type ReserveResult =

@@ -46,6 +46,7 @@ export class EntropyRole implements Role {
   readonly name = 'entropy';
   private db: Db | undefined;
   private instanceLock: InstanceLock | undefined;
+  private store: AccountStore | undefined;
   private source: EntropySource | undefined;
   private filler: PoolFiller | undefined;
   private app: FastifyInstance | undefined;
@@ -112,6 +113,15 @@ export class EntropyRole implements Role {
       ...(this.deps.now ? { clock: this.deps.now } : {}),
       ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
     });
+    // This process now serves the database: take allotment in grants charged ahead.
+    const reclaimed = await store.startServing();
+    this.store = store;
+    if (reclaimed > 0) {
+      this.logger.warn(
+        { bytes: reclaimed },
+        'the previous server stopped without returning its held allotment; counted it as used',
+      );
+    }
     const source = this.source;
     this.app = await buildEntropyApp({
       pool: this.pool,
@@ -149,6 +159,9 @@ export class EntropyRole implements Role {
     await withDeadline(this.filler?.stop(), 1_000);
     this.pool?.clear();
     await withDeadline(this.source?.close(), 1_000);
+    // Record what was served and return the unserved held allotment before closing.
+    await this.store?.stopServing();
+    this.store = undefined;
     await this.db?.close();
     this.instanceLock?.release();
     this.app = undefined;
