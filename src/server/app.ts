@@ -19,6 +19,7 @@ import type { SourceHealth } from '../sources/types.js';
 import type { EntropyAccounts } from './accounts-port.js';
 import { BodyBuffers } from './body-buffers.js';
 import { applianceBody, quantumEntropyBody } from './encode.js';
+import { endOfTurn } from './end-of-turn.js';
 import { ApiError, errorBody, sendApiError } from './errors.js';
 import { createEntropyMetrics, type EntropyMetrics } from './metrics.js';
 import { acceptsJson, bearerToken, parseSize } from './query.js';
@@ -190,6 +191,7 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     }
     const size = parseSize(request.query);
     const data = await take(request, size * BLOCK_SIZE);
+    await endOfTurn();
     const body = quantumEntropyBody(data, bodies, reply.raw);
     data.fill(0);
     metrics.bytesServed.inc({ route: '/api/v1/quantum-entropy' }, size * BLOCK_SIZE);
@@ -206,6 +208,7 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
       const { block_size: blockSize, block_count: blockCount } = request.body;
       const bytes = blockSize * blockCount;
       const data = await take(request, bytes);
+      await endOfTurn();
       const body = applianceBody(data, blockSize);
       data.fill(0);
       metrics.bytesServed.inc({ route: '/api/v1/entropy' }, bytes);
