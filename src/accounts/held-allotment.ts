@@ -109,23 +109,10 @@ export class HeldAllotment {
    */
   async take(account: Account, window: PeriodWindow, bytes: number): Promise<ReserveResult> {
     if (this.closed) throw new Error('held allotment is closed');
-    const key = `${account.id}:${window.start}`;
-    let grant = this.grants.get(key);
-    if (!grant) {
-      grant = {
-        accountId: account.id,
-        periodStart: window.start,
-        periodEnd: window.end,
-        left: 0,
-        unmoved: 0,
-        extending: undefined,
-        lastWasFull: true,
-        grantedAt: this.clock(),
-        servedSinceGrant: 0,
-      };
-      this.grants.set(key, grant);
-    }
     for (;;) {
+      // Looked up on every pass: while this request waited, its period may have ended and
+      // the grant been retired.
+      const grant = this.grantFor(account.id, window);
       if (grant.left >= bytes) {
         grant.left -= bytes;
         grant.unmoved += bytes;
@@ -143,6 +130,26 @@ export class HeldAllotment {
       const free = await this.extend(grant, bytes - grant.left);
       if (free !== undefined) return { ok: false, remaining: grant.left + free, resetsAt: window.end };
     }
+  }
+
+  private grantFor(accountId: number, window: PeriodWindow): Grant {
+    const key = `${accountId}:${window.start}`;
+    let grant = this.grants.get(key);
+    if (!grant) {
+      grant = {
+        accountId,
+        periodStart: window.start,
+        periodEnd: window.end,
+        left: 0,
+        unmoved: 0,
+        extending: undefined,
+        lastWasFull: true,
+        grantedAt: this.clock(),
+        servedSinceGrant: 0,
+      };
+      this.grants.set(key, grant);
+    }
+    return grant;
   }
 
   /** Gives a request's bytes back to its grant (the pool was short: 503). */
