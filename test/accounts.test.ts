@@ -543,6 +543,33 @@ describeEachEngine('accounts', (engine) => {
       }
     });
 
+    it('a changed allotment applies at once, though a grant was held under the old one', async () => {
+      await store.startServing({ moveIntervalMs: 60_000 });
+      try {
+        const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB });
+        const t = await store.createToken(account.id);
+        const admitNow = async (at: number) => {
+          const auth = await store.authenticate(t.token, at);
+          if (!auth.ok) throw new Error(auth.reason);
+          return store.admit(auth.tokenId, auth.account, KIB, at);
+        };
+        expect((await admitNow(T0)).ok).toBe(true); // a 64 KiB grant is held now
+        // The operator lowers the allotment from another process (`qentropy token create --allotment`).
+        await elsewhere('UPDATE accounts SET allotment_bytes = $1 WHERE id = $2', [2 * KIB, account.id]);
+        await new Promise((resolve) => setImmediate(resolve));
+        expect((await admitNow(T0 + 1)).ok).toBe(true);
+        expect(await admitNow(T0 + 2)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
+        // And back up, from this process: the account gets room again at once.
+        await store.updateAccount(account.id, { allotmentBytes: 4 * KIB });
+        expect((await admitNow(T0 + 3)).ok).toBe(true);
+        expect((await admitNow(T0 + 4)).ok).toBe(true);
+        expect(await admitNow(T0 + 5)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
+      } finally {
+        await store.stopServing();
+      }
+      expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 4 * KIB, held_bytes: 0 });
+    });
+
     it('returns the unserved grant of a period once it has ended', async () => {
       await store.startServing({ moveIntervalMs: 60_000 });
       try {

@@ -38,6 +38,8 @@ export interface HeldAllotmentOptions {
 
 interface Grant {
   accountId: number;
+  /** The account's allotment the grant was sized against; a change returns the grant. */
+  allotmentBytes: number | null;
   periodStart: number;
   periodEnd: number;
   /** Charged in the database and not served yet. */
@@ -112,7 +114,13 @@ export class HeldAllotment {
     for (;;) {
       // Looked up on every pass: while this request waited, its period may have ended and
       // the grant been retired.
-      const grant = this.grantFor(account.id, window);
+      const grant = this.grantFor(account, window);
+      if (grant.allotmentBytes !== account.allotmentBytes) {
+        // The allotment changed (this process or the CLI; the token cache hands out the new
+        // account): give back what is unserved, so the new allotment applies at once.
+        await this.returnUnserved(grant, account.allotmentBytes);
+        continue;
+      }
       if (grant.left >= bytes) {
         grant.left -= bytes;
         grant.unmoved += bytes;
@@ -132,12 +140,13 @@ export class HeldAllotment {
     }
   }
 
-  private grantFor(accountId: number, window: PeriodWindow): Grant {
-    const key = `${accountId}:${window.start}`;
+  private grantFor(account: Account, window: PeriodWindow): Grant {
+    const key = `${account.id}:${window.start}`;
     let grant = this.grants.get(key);
     if (!grant) {
       grant = {
-        accountId,
+        accountId: account.id,
+        allotmentBytes: account.allotmentBytes,
         periodStart: window.start,
         periodEnd: window.end,
         left: 0,
@@ -150,6 +159,17 @@ export class HeldAllotment {
       this.grants.set(key, grant);
     }
     return grant;
+  }
+
+  /** Returns the grant's unserved bytes to the allotment (durably) and re-bases it on `allotmentBytes`. */
+  private async returnUnserved(grant: Grant, allotmentBytes: number | null): Promise<void> {
+    if (grant.extending) await grant.extending;
+    if (grant.allotmentBytes === allotmentBytes) return; // another request did it meanwhile
+    const returned = grant.left;
+    grant.left = 0;
+    grant.allotmentBytes = allotmentBytes;
+    grant.lastWasFull = true;
+    if (returned > 0) await this.db.execute(RETURN_SQL, [grant.accountId, grant.periodStart, returned]);
   }
 
   /** Gives a request's bytes back to its grant (the pool was short: 503). */
