@@ -523,6 +523,20 @@ describeEachEngine('accounts', (engine) => {
       }
     });
 
+    it('an unlimited account is never refused, whatever the server holds for it', async () => {
+      await store.startServing({ moveIntervalMs: 60_000 });
+      try {
+        const account = await store.createAccount({ name: 'alice' });
+        const { info } = await store.createToken(account.id);
+        expect((await store.admit(info.id, account, KIB, T0)).ok).toBe(true);
+        expect((await row(account.id))!.held_bytes).toBeGreaterThan(0);
+        expect((await store.reserveAllotment(account.id, 10 * KIB)).ok).toBe(true);
+      } finally {
+        await store.stopServing();
+      }
+      expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 11 * KIB, held_bytes: 0 });
+    });
+
     it('after a server stopped without returning its grant, the next one counts the held bytes as used', async () => {
       await store.startServing({ moveIntervalMs: 60_000 });
       const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB });

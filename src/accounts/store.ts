@@ -413,7 +413,7 @@ export class AccountStore {
          SELECT id, $2, $3 FROM accounts WHERE id = $1 AND (allotment_bytes IS NULL OR $3 <= allotment_bytes)
        ON CONFLICT (account_id, period_start) DO UPDATE SET used_bytes = allotment_usage.used_bytes + excluded.used_bytes
          WHERE allotment_usage.used_bytes + allotment_usage.held_bytes + excluded.used_bytes <=
-               COALESCE((SELECT allotment_bytes FROM accounts WHERE id = $1), allotment_usage.used_bytes + excluded.used_bytes)`,
+               COALESCE((SELECT allotment_bytes FROM accounts WHERE id = $1), allotment_usage.used_bytes + allotment_usage.held_bytes + excluded.used_bytes)`,
       [account.id, window.start, bytes],
     );
     if (taken === 1) return { ok: true, reservation: { accountId: account.id, bytes, periodStart: window.start } };
