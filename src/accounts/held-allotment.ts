@@ -24,6 +24,7 @@
 import type { Db } from '../storage/db.js';
 import type { Account, Reservation, ReserveResult } from './types.js';
 import type { PeriodWindow } from './period.js';
+import { readAllotmentRow } from './usage-row.js';
 
 export interface HeldAllotmentOptions {
   /** How often served bytes move from held to used in the database (ms, default 100). */
@@ -54,10 +55,6 @@ interface Grant {
   servedSinceGrant: number;
 }
 
-/** Read in one statement: what the allotment has left for a new grant. */
-const FREE_SQL = `SELECT a.allotment_bytes, COALESCE(u.used_bytes, 0) AS used_bytes, COALESCE(u.held_bytes, 0) AS held_bytes
-                    FROM accounts a LEFT JOIN allotment_usage u ON u.account_id = a.id AND u.period_start = $2
-                   WHERE a.id = $1`;
 /** Adds a grant if it still fits (another process may have reserved since the read). */
 const GRANT_SQL = `INSERT INTO allotment_usage (account_id, period_start, used_bytes, held_bytes)
                      SELECT id, $2, 0, $3 FROM accounts WHERE id = $1 AND (allotment_bytes IS NULL OR $3 <= allotment_bytes)
@@ -172,19 +169,17 @@ export class HeldAllotment {
     if (returned > 0) await this.db.execute(RETURN_SQL, [grant.accountId, grant.periodStart, returned]);
   }
 
-  /** Gives a request's bytes back to its grant (the pool was short: 503). */
-  async giveBack(reservation: Reservation): Promise<void> {
+  /**
+   * Gives a request's bytes back to its grant (the pool was short: 503). false when the
+   * grant was retired meanwhile (its period ended and its served bytes moved to used):
+   * release them from used then, as any reservation.
+   */
+  giveBack(reservation: Reservation): boolean {
     const grant = this.grants.get(`${reservation.accountId}:${reservation.periodStart}`);
-    if (grant) {
-      grant.left += reservation.bytes;
-      grant.unmoved -= reservation.bytes;
-      return;
-    }
-    // The grant was retired (its period ended) and its bytes moved to used: take them back there.
-    await this.db.execute(
-      'UPDATE allotment_usage SET used_bytes = used_bytes - $3 WHERE account_id = $1 AND period_start = $2 AND used_bytes >= $3',
-      [reservation.accountId, reservation.periodStart, reservation.bytes],
-    );
+    if (!grant) return false;
+    grant.left += reservation.bytes;
+    grant.unmoved -= reservation.bytes;
+    return true;
   }
 
   /** What this process holds for an account's period: served but not moved, and unserved. */
@@ -217,12 +212,9 @@ export class HeldAllotment {
   private extend(grant: Grant, need: number): Promise<number | undefined> {
     const run = async (): Promise<number | undefined> => {
       for (;;) {
-        const [row] = await this.db.query<{ allotment_bytes: number | null; used_bytes: number; held_bytes: number }>(FREE_SQL, [
-          grant.accountId,
-          grant.periodStart,
-        ]);
+        const row = await readAllotmentRow(this.db, grant.accountId, grant.periodStart);
         if (!row) throw new Error(`account ${grant.accountId} does not exist`);
-        const free = row.allotment_bytes === null ? Infinity : Math.max(0, row.allotment_bytes - row.used_bytes - row.held_bytes);
+        const free = row.allotmentBytes === null ? Infinity : Math.max(0, row.allotmentBytes - row.usedBytes - row.heldBytes);
         const wanted = Math.max(this.targetFor(grant), need);
         const amount = Math.min(wanted, free);
         if (amount < need || amount === 0) {

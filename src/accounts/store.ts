@@ -12,6 +12,7 @@ import { checkRateWindows, LocalRateWindows, type RateCheck } from './rate-windo
 import { ACCOUNTS_MIGRATIONS, ACCOUNTS_NAMESPACE } from './migrations.js';
 import { formatPeriod, parsePeriod, periodWindow, type Period, type PeriodWindow } from './period.js';
 import { TokenCache, type CachedToken } from './token-cache.js';
+import { readAllotmentRow } from './usage-row.js';
 import { generateToken, generateTokenId, hashesEqual, hashToken, isWellFormedToken, lookupKey } from './token.js';
 import type {
   Account,
@@ -367,15 +368,12 @@ export class AccountStore {
 
   private async usageOf(q: Queryable, account: Account, now: number): Promise<Usage> {
     const window = periodWindow(account.period, account.createdAt, now);
-    const [row] = await q.query<{ used_bytes: number; held_bytes: number }>(
-      'SELECT used_bytes, held_bytes FROM allotment_usage WHERE account_id = $1 AND period_start = $2',
-      [account.id, window.start],
-    );
+    const row = await readAllotmentRow(q, account.id, window.start);
     // Held bytes are charged but maybe not served. The serving process knows how many it has
     // served (not yet moved to used) and how many are still to serve; others count them as taken.
     const mine = (await this.heldAllotment())?.heldFor(account.id, window.start);
-    const used = (row?.used_bytes ?? 0) + (mine?.unmoved ?? 0);
-    const taken = (row?.used_bytes ?? 0) + (row?.held_bytes ?? 0) - (mine?.left ?? 0);
+    const used = (row?.usedBytes ?? 0) + (mine?.unmoved ?? 0);
+    const taken = (row?.usedBytes ?? 0) + (row?.heldBytes ?? 0) - (mine?.left ?? 0);
     return {
       periodStart: window.start,
       resetsAt: window.end,
@@ -418,13 +416,9 @@ export class AccountStore {
     );
     if (taken === 1) return { ok: true, reservation: { accountId: account.id, bytes, periodStart: window.start } };
     // Report against the allotment as it is now (it may have changed since `account` was read).
-    const [row] = await q.query<{ allotment_bytes: number | null; used_bytes: number | null; held_bytes: number | null }>(
-      `SELECT a.allotment_bytes, u.used_bytes, u.held_bytes FROM accounts a
-         LEFT JOIN allotment_usage u ON u.account_id = a.id AND u.period_start = $2 WHERE a.id = $1`,
-      [account.id, window.start],
-    );
-    const allotment = row?.allotment_bytes ?? account.allotmentBytes ?? 0;
-    return { ok: false, remaining: Math.max(0, allotment - (row?.used_bytes ?? 0) - (row?.held_bytes ?? 0)), resetsAt: window.end };
+    const row = await readAllotmentRow(q, account.id, window.start);
+    const allotment = row?.allotmentBytes ?? account.allotmentBytes ?? 0;
+    return { ok: false, remaining: Math.max(0, allotment - (row?.usedBytes ?? 0) - (row?.heldBytes ?? 0)), resetsAt: window.end };
   }
 
   // ---- rate limit and allotment together ------------------------------------------
@@ -494,7 +488,7 @@ export class AccountStore {
   /** Gives back a reservation's bytes (to the period they were taken from). */
   async releaseAllotment(reservation: Reservation): Promise<void> {
     const held = reservation.held ? await this.heldAllotment() : undefined;
-    if (held) return held.giveBack(reservation);
+    if (held?.giveBack(reservation)) return;
     await this.db.execute(
       'UPDATE allotment_usage SET used_bytes = used_bytes - $3 WHERE account_id = $1 AND period_start = $2 AND used_bytes >= $3',
       [reservation.accountId, reservation.periodStart, reservation.bytes],
