@@ -148,11 +148,6 @@ export class LocalRateWindows {
     return decide(stamps, now, settings);
   }
 
-  /** Tokens with a request inside the window (for tests and metrics). */
-  get size(): number {
-    return this.windows.size;
-  }
-
   /** Once per window length, forgets tokens whose newest request has left the window. */
   private sweep(now: number, windowMs: number): void {
     if (now < this.nextSweep) return;
