@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { AccountStore, parseBearer, parsePeriod, periodWindow, type Period } from '../src/accounts/index.js';
+import type { HeldAllotmentOptions } from '../src/accounts/held-allotment.js';
 import { checkRateWindows } from '../src/accounts/rate-windows.js';
 import { TokenCache, type CachedToken } from '../src/accounts/token-cache.js';
 import type { Db, Queryable } from '../src/storage/db.js';
@@ -454,6 +455,16 @@ describeEachEngine('accounts', (engine) => {
   // SQLite only: PostgreSQL instances share accounts, so there every request reserves in the database.
   if (engine.name === 'sqlite') describe('while serving SQLite: allotment charged ahead in grants', () => {
     const KIB = 1024;
+    /** Runs `body` while this process serves the database, then stops serving (returning its grants). */
+    async function whileServing(options: HeldAllotmentOptions, body: () => Promise<void>): Promise<void> {
+      await store.startServing(options);
+      try {
+        await body();
+      } finally {
+        await store.stopServing();
+      }
+    }
+
     /** The database row, as another process reads it. */
     async function row(accountId: number): Promise<{ used_bytes: number; held_bytes: number } | undefined> {
       const [r] = await db.query<{ used_bytes: number; held_bytes: number }>(
@@ -464,8 +475,7 @@ describeEachEngine('accounts', (engine) => {
     }
 
     it('charges a grant durably before serving from it, and records what was served', async () => {
-      await store.startServing({ moveIntervalMs: 60_000 });
-      try {
+      await whileServing({ moveIntervalMs: 60_000 }, async () => {
         const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB });
         const { info } = await store.createToken(account.id);
         for (let i = 0; i < 3; i++) expect((await store.admit(info.id, account, KIB, T0 + i)).ok).toBe(true);
@@ -475,16 +485,13 @@ describeEachEngine('accounts', (engine) => {
         expect(await store.usage(account.id)).toMatchObject({ usedBytes: 3 * KIB, remainingBytes: 1021 * KIB });
         await store.recordServed();
         expect(await row(account.id)).toEqual({ used_bytes: 3 * KIB, held_bytes: 61 * KIB });
-      } finally {
-        await store.stopServing();
-      }
+      });
       // A clean stop returns the unserved part: the database says exactly what was served.
       expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 3 * KIB, held_bytes: 0 });
     });
 
     it('refuses exactly when the allotment is used up, and a refused or returned request takes nothing', async () => {
-      await store.startServing();
-      try {
+      await whileServing({}, async () => {
         const account = await store.createAccount({ name: 'alice', allotmentBytes: 100 * KIB });
         const tokens = await Promise.all(Array.from({ length: 10 }, () => store.createToken(account.id)));
         const results = await Promise.all(
@@ -499,15 +506,12 @@ describeEachEngine('accounts', (engine) => {
         const last = await store.admit(tokens[0]!.info.id, account, KIB, T0 + 10_000);
         expect(last.ok).toBe(true);
         expect(await store.admit(tokens[1]!.info.id, account, KIB, T0 + 10_000)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
-      } finally {
-        await store.stopServing();
-      }
+      });
       expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 100 * KIB, held_bytes: 0 });
     });
 
     it('other processes see held bytes as taken: a reservation cannot use what the server has granted itself', async () => {
-      await store.startServing({ moveIntervalMs: 60_000 });
-      try {
+      await whileServing({ moveIntervalMs: 60_000 }, async () => {
         const account = await store.createAccount({ name: 'alice', allotmentBytes: 100 * KIB });
         const { info } = await store.createToken(account.id);
         expect((await store.admit(info.id, account, KIB, T0)).ok).toBe(true);
@@ -518,22 +522,17 @@ describeEachEngine('accounts', (engine) => {
         // (400 ms apart, so the rate limit never refuses them.)
         for (let i = 1; i <= 63; i++) expect((await store.admit(info.id, account, KIB, T0 + i * 400)).ok).toBe(true);
         expect(await store.admit(info.id, account, KIB, T0 + 64 * 400)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
-      } finally {
-        await store.stopServing();
-      }
+      });
     });
 
     it('an unlimited account is never refused, whatever the server holds for it', async () => {
-      await store.startServing({ moveIntervalMs: 60_000 });
-      try {
+      await whileServing({ moveIntervalMs: 60_000 }, async () => {
         const account = await store.createAccount({ name: 'alice' });
         const { info } = await store.createToken(account.id);
         expect((await store.admit(info.id, account, KIB, T0)).ok).toBe(true);
         expect((await row(account.id))!.held_bytes).toBeGreaterThan(0);
         expect((await store.reserveAllotment(account.id, 10 * KIB)).ok).toBe(true);
-      } finally {
-        await store.stopServing();
-      }
+      });
       expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 11 * KIB, held_bytes: 0 });
     });
 
@@ -558,8 +557,7 @@ describeEachEngine('accounts', (engine) => {
     });
 
     it('a changed allotment applies at once, though a grant was held under the old one', async () => {
-      await store.startServing({ moveIntervalMs: 60_000 });
-      try {
+      await whileServing({ moveIntervalMs: 60_000 }, async () => {
         const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB });
         const t = await store.createToken(account.id);
         const admitNow = async (at: number) => {
@@ -578,15 +576,12 @@ describeEachEngine('accounts', (engine) => {
         expect((await admitNow(T0 + 3)).ok).toBe(true);
         expect((await admitNow(T0 + 4)).ok).toBe(true);
         expect(await admitNow(T0 + 5)).toMatchObject({ ok: false, refusal: 'allotment', remaining: 0 });
-      } finally {
-        await store.stopServing();
-      }
+      });
       expect(await row((await store.getAccount('alice'))!.id)).toEqual({ used_bytes: 4 * KIB, held_bytes: 0 });
     });
 
     it('returns the unserved grant of a period once it has ended', async () => {
-      await store.startServing({ moveIntervalMs: 60_000 });
-      try {
+      await whileServing({ moveIntervalMs: 60_000 }, async () => {
         const account = await store.createAccount({ name: 'alice', allotmentBytes: 1024 * KIB, period: { kind: 'day' } });
         const { info } = await store.createToken(account.id);
         expect((await store.admit(info.id, account, 2 * KIB, T0)).ok).toBe(true);
@@ -597,9 +592,7 @@ describeEachEngine('accounts', (engine) => {
           [account.id, clock.now - 3_600_000],
         );
         expect(old).toEqual({ used_bytes: 2 * KIB, held_bytes: 0 });
-      } finally {
-        await store.stopServing();
-      }
+      });
     });
   });
 
