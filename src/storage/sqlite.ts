@@ -82,6 +82,25 @@ function prepareFile(file: string): void {
   }
 }
 
+/**
+ * Puts the connection in WAL mode and returns the journal mode now in force. Several
+ * processes opening one new file at once can get SQLITE_BUSY here without SQLite's busy
+ * handler having waited (CI saw it once: three processes migrating a new file, one failed
+ * with "database is locked" in this pragma), so it is retried for up to the busy timeout.
+ */
+function switchToWal(sqlite: Database.Database): string {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return String(sqlite.pragma('journal_mode = WAL', { simple: true }));
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
+      // Opening is synchronous (better-sqlite3), so wait synchronously, briefly.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
+
 function openShared(file: string): SharedConnection {
   const inMemory = file === ':memory:';
   const key = inMemory ? `:memory:${Math.random()}` : path.resolve(file);
@@ -94,7 +113,7 @@ function openShared(file: string): SharedConnection {
   const sqlite = new Database(inMemory ? ':memory:' : key, { timeout: BUSY_TIMEOUT_MS });
   let wal: WalSyncer | undefined;
   try {
-    const mode = String(sqlite.pragma('journal_mode = WAL', { simple: true }));
+    const mode = switchToWal(sqlite);
     // Served allotment, stored keys and test records must survive a power loss once the
     // response has left, so every durable commit is flushed to disk before it resolves.
     // With WAL, NORMAL syncs only at checkpoints, so on its own it could lose the last
