@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import pino from 'pino';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { AccountStore } from '../src/accounts/index.js';
@@ -160,6 +161,42 @@ describe('entropy role under the daemon runner', () => {
     expect(await fetchEntropy({ url: role.address!.url, token })).toHaveLength(1024);
     signals.emit('SIGTERM');
     expect(await running).toBe(0);
+  });
+
+  it('a 503 ends: with the minimum pool and the default low-water mark, size=512 after size=1 is served once the client honours Retry-After', async () => {
+    // The config from the report: the documented minimum pool, low water left at half.
+    const storageUrl = `sqlite:${path.join(dir, 'min-pool.db')}`;
+    const config = resolveConfig({
+      storage: { url: storageUrl },
+      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 524288 } },
+    });
+    const token = await tokenFor(storageUrl);
+    const { logger } = captureLogger();
+    const roles = buildRoles(config, { logger, stateDir: dir });
+    const signals = new EventEmitter();
+    const running = runRoles(roles, logger, { signals });
+    const role = roles[0] as EntropyRole;
+    try {
+      for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+      await role.pool!.waitForLevel(524288);
+      const get = async (size: number) => {
+        const res = await request(`${role.address!.url}/api/v1/quantum-entropy?size=${size}`, { headers: { authorization: `Bearer ${token}` } });
+        await res.body.arrayBuffer();
+        return res;
+      };
+      expect((await get(1)).statusCode).toBe(200);
+      // 523,264 bytes left: above the low-water mark (262,144), below the request.
+      expect(role.pool!.level).toBe(523264);
+      const short = await get(512);
+      expect(short.statusCode).toBe(503);
+      expect(short.headers['retry-after']).toBe('1');
+      // A client honouring Retry-After gets its answer (it used to get 503 forever).
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await get(512)).statusCode).toBe(200);
+    } finally {
+      signals.emit('SIGTERM');
+      expect(await running).toBe(0);
+    }
   });
 
   it('stops within the deadline even when the device never delivers (a FIFO with no writer)', async () => {

@@ -20,7 +20,7 @@ import type { EntropyAccounts } from './accounts-port.js';
 import { BodyBuffers } from './body-buffers.js';
 import { applianceBody, quantumEntropyBody } from './encode.js';
 import { endOfTurn } from './end-of-turn.js';
-import { ApiError, errorBody, sendApiError } from './errors.js';
+import { ApiError, errorBody, sendApiError, unauthorized } from './errors.js';
 import { createEntropyMetrics, type EntropyMetrics } from './metrics.js';
 import { acceptsJson, bearerToken, parseSize } from './query.js';
 
@@ -153,9 +153,9 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     const at = now();
     const auth = await options.accounts.authenticate(token, at);
     if (!auth.ok) {
-      throw new ApiError(401, `access token ${auth.reason === 'unknown' ? 'invalid' : auth.reason}`, [
+      throw unauthorized(`access token ${auth.reason === 'unknown' ? 'invalid' : auth.reason}`, [
         { header: 'Authorization', problem: auth.reason },
-      ]);
+      ], true);
     }
     // 429 and 403 in one step: one transaction, shared with the requests arriving together.
     const admission = await options.accounts.admit(auth, bytes, at);
@@ -231,8 +231,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     const pool = options.pool.stats();
     const warnings: string[] = [];
     if (source.development) warnings.push('development source: entropy comes from the OS CSPRNG, not a quantum source');
-    if (source.state === 'failed') warnings.push(`source ${source.name} out of service: ${source.message ?? ''}`.trim());
-    if (source.state === 'degraded') warnings.push(`source ${source.name} degraded: ${source.message ?? ''}`.trim());
+    if (source.state === 'failed') warnings.push(`source ${source.name} out of service${source.message ? `: ${source.message}` : ''}`);
+    if (source.state === 'degraded') warnings.push(`source ${source.name} degraded${source.message ? `: ${source.message}` : ''}`);
     const status = source.state === 'failed' ? 'failing' : source.state === 'ok' && !source.development ? 'ok' : 'degraded';
     reply.header('cache-control', 'no-store');
     return reply.code(source.state === 'failed' ? 503 : 200).send({ status, source, pool, warnings });
