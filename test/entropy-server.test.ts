@@ -465,6 +465,28 @@ describeEachEngine('entropy API: appliance face, operations and bad input', (eng
     expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(200);
   });
 
+  it('answers requests Node handles before Fastify (CONNECT, no Host) with a status and the JSON error body', async () => {
+    const answer = (raw: string) => {
+      const [head, body] = raw.split('\r\n\r\n', 2);
+      return { statusLine: head!.split('\r\n', 1)[0], head: head!, body: JSON.parse(body!) };
+    };
+    // CONNECT used to get no answer at all: Node closes the socket when nothing listens.
+    for (const text of ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'CONNECT 127.0.0.1:80 HTTP/1.0\r\n\r\n']) {
+      const connect = answer(await rawTls(server, text));
+      expect(connect.statusLine).toBe('HTTP/1.1 405 Method Not Allowed');
+      expect(connect.head).toMatch(/\r\nAllow: \r\n/);
+      expect(connect.body).toEqual({ message: 'method CONNECT not allowed: this server is not a proxy', details: [{ method: 'CONNECT', allow: [] }] });
+    }
+    // HTTP/1.1 without Host: RFC 9112 §3.2 requires 400; Node sent it with an empty body.
+    const noHost = answer(await rawTls(server, 'GET /healthz HTTP/1.1\r\n\r\n'));
+    expect(noHost.statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(noHost.body).toEqual({ message: 'request has no Host header', details: [{ header: 'Host', problem: 'missing' }] });
+    // HTTP/1.0 needs no Host.
+    expect(await rawTls(server, 'GET /healthz HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+    const { token } = await makeToken(server.store, 'alice');
+    expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(200);
+  });
+
   it('speaks TLS 1.3 only by default and presents a certificate the test CA trusts', async () => {
     const { ca } = await testTls();
     const port = Number(new URL(server.url).port);
