@@ -47,8 +47,9 @@ describe('config', () => {
       pool: { capacityBytes: 16 * 1024 * 1024, lowWaterBytes: 8 * 1024 * 1024 },
       health: { minEntropyPerByte: 7.5, failureLimit: 64 },
       rateLimit: { requests: 30, windowMs: 10_000 },
-      logRequests: true,
+      logRequests: false,
     });
+    expect(config.quality.logRequests).toBe(false);
     expect(config.kme.enabled).toBe(false);
     expect(config.quality.enabled).toBe(false);
     expect(config.feeder.enabled).toBe(false);

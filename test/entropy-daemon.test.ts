@@ -95,6 +95,8 @@ describe('entropy role under the daemon runner', () => {
     expect(log.some((l) => l.level === 40 && String(l.msg).includes('DEVELOPMENT SOURCE'))).toBe(true);
     expect(log.some((l) => String(l.msg) === 'entropy service listening')).toBe(true);
     expect(log.some((l) => String(l.msg) === 'TLS certificate and key reloaded')).toBe(true);
+    // entropy.logRequests defaults to false, as for every role: no line per request.
+    expect(log.some((l) => l.msg === 'incoming request' || l.msg === 'request completed')).toBe(false);
     // No token anywhere in the logs.
     expect(JSON.stringify(log)).not.toContain(token);
   });

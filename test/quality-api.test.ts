@@ -292,6 +292,27 @@ describeEachEngine('quality APIs', (engine) => {
     expect(post.headers.get('allow')).toBe('GET');
   });
 
+  it('logs no request lines unless logRequests is true (the documented default)', async () => {
+    const lines = async (logRequests: boolean | undefined) => {
+      const chunks: string[] = [];
+      const logged = await buildQualityApp({
+        store,
+        logger: { level: 'info', stream: { write: (s: string) => void chunks.push(s) } } as never,
+        ...(logRequests === undefined ? {} : { logRequests }),
+      });
+      await logged.listen({ host: '127.0.0.1', port: 0 });
+      const port = (logged.server.address() as { port: number }).port;
+      for (const p of ['/api/v1/logs', '/nope', '/api/v1/logs?num=0']) await (await fetch(`http://127.0.0.1:${port}${p}`)).text();
+      await logged.close();
+      return chunks.map((c) => (JSON.parse(c) as { msg: string }).msg);
+    };
+    const quiet = await lines(undefined);
+    expect(quiet).not.toContain('incoming request');
+    expect(quiet).not.toContain('request completed');
+    expect(await lines(false)).not.toContain('request completed');
+    expect((await lines(true)).filter((m) => m === 'request completed')).toHaveLength(3);
+  });
+
   it('CONNECT, a request without Host and unparsable bytes get a status and the JSON error body', async () => {
     const raw = (text: string) =>
       new Promise<string>((resolve, reject) => {

@@ -10,7 +10,7 @@
 // chunk by chunk (native), at the pace the client reads.
 import { Readable } from 'node:stream';
 
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { LoggerOptions } from 'pino';
 
 import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
@@ -26,6 +26,7 @@ export interface QualityAppOptions {
   tls?: QualityTlsSettings;
   /** pino options, or false for no logs. */
   logger?: LoggerOptions | false;
+  /** Log one line per request (default false). */
   logRequests?: boolean;
   /** Retry-After on 503 (default 30 s). */
   retryAfterSeconds?: number;
@@ -51,6 +52,8 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
   const chunkBytes = options.streamChunkBytes ?? 64 * 1024;
   const app = Fastify({
     logger: (options.logger === undefined ? { level: 'info' } : options.logger) as never,
+    // Request lines only when asked for (default off, as for every role's listener).
+    logController: new LogController({ disableRequestLogging: options.logRequests !== true }),
     bodyLimit: 1024,
     exposeHeadRoutes: false,
     return503OnClosing: true,
@@ -61,13 +64,6 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
       void sendError(reply, 400, { message: 'malformed request', details: [{ problem: error.message.slice(0, 200) }] });
     },
   });
-
-  // Request lines are logged at info; without logRequests the routes log warnings and errors only.
-  if (options.logRequests !== true) {
-    app.addHook('onRoute', (route) => {
-      route.logLevel ??= 'warn';
-    });
-  }
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof QueryError) return sendError(reply, 400, { message: error.message, details: error.details });

@@ -37,7 +37,7 @@ export interface EntropyAppOptions {
   logger?: LoggerOptions | false;
   /** An existing pino logger to log through instead (the daemon's, so all lines match). */
   loggerInstance?: Logger;
-  /** Log one line per request (default true). */
+  /** Log one line per request (default false, as for every role's listener). */
   logRequests?: boolean;
   /** Clock for the rate-limit window and allotment periods (ms since the epoch). */
   now?: () => number;
@@ -91,7 +91,7 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     : { logger: logger as boolean };
   const app = Fastify({
     ...logging,
-    logController: new LogController({ disableRequestLogging: options.logRequests === false }),
+    logController: new LogController({ disableRequestLogging: options.logRequests !== true }),
     bodyLimit: 4096,
     exposeHeadRoutes: false,
     return503OnClosing: true,

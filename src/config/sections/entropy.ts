@@ -137,7 +137,7 @@ export const entropySection: ConfigSection<EntropyConfig> = {
       pool: { capacityBytes, lowWaterBytes, ...(chunkBytes !== undefined ? { chunkBytes } : {}) },
       health,
       rateLimit,
-      logRequests: node.child('logRequests').boolean(true),
+      logRequests: node.child('logRequests').boolean(false),
     };
   },
 };
