@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FeederStatus } from '../src/feeder/index.js';
 import { Upstream, waitFor } from './feeder-harness.js';
 import { createTestPackage, type TestPackage } from './helpers/package.js';
+import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
 
 const isRoot = process.getuid?.() === 0;
 const havePython = spawnSync('sh', ['-c', 'command -v python3']).status === 0;
@@ -182,6 +183,43 @@ describe('qentropy daemon with the feeder role (separate process)', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(notify.messages()).toContain('STOPPING=1');
     notify.stop();
+  });
+
+  it.skipIf(!haveSofthsm)('a wrong HSM PIN never ends the process: the PIN is tried once, and once more per reload', async () => {
+    fillUpstream(1024 * 1024);
+    const hsmDir = path.join(dir, 'hsm');
+    const softhsmConf = initSofthsmToken(hsmDir, 'feeder-hsm', '135790');
+    const pinFile = path.join(hsmDir, 'pin');
+    fs.writeFileSync(pinFile, '000000\n', { mode: 0o600 });
+    // The reported config: the PKCS#11 sink is the only sink, no status listener. With the
+    // buffer full nothing held the event loop, and Node exited with 13 and no further line.
+    const { config, statusFile } = await writeConfig('wrong-pin', {
+      kernel: { enabled: false },
+      buffer: { capacityBytes: 64 * 1024 },
+      pkcs11: [{ module: softhsmModule, tokenLabel: 'feeder-hsm', pinFile, intervalMs: 100 }],
+      status: { file: path.join(dir, 'wrong-pin', 'feeder-status.json'), intervalMs: 100, listen: false },
+    });
+    const d = startDaemon(['daemon', '--config', config], { env: { SOFTHSM2_CONF: softhsmConf } });
+    const pinLines = () => d.stdout().split('\n').filter((l) => l.includes('CKR_PIN_INCORRECT'));
+    await waitFor(() => d.stdout().includes('qentropy daemon running'), 15_000, 'the daemon to run');
+    await waitFor(() => (readStatus(statusFile)?.buffer.level ?? 0) === 64 * 1024, 10_000, 'a full buffer');
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(d.child.exitCode).toBeNull();
+    expect(pinLines()).toHaveLength(1);
+    expect(pinLines()[0]).toMatch(/sink disabled until the config is reloaded/);
+    expect(readStatus(statusFile)!.sinks[0]).toMatchObject({ state: 'disabled', errors: 1, feeds: 0, lastErrorCode: 'CKR_PIN_INCORRECT' });
+
+    // A reload tries the PIN again, exactly once.
+    d.child.kill('SIGHUP');
+    await waitFor(() => d.stdout().includes('feeder reloaded'), 10_000, 'the reload');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(pinLines()).toHaveLength(2);
+    expect(readStatus(statusFile)!.sinks[0]).toMatchObject({ state: 'disabled', errors: 1 });
+    expect(d.child.exitCode).toBeNull();
+    expect(d.stdout()).not.toContain('135790');
+
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
   });
 
   it.skipIf(!isRoot || !haveSetpriv)('as nobody: the kernel sink reports EPERM clearly and the file sink keeps being fed', async () => {
