@@ -86,7 +86,7 @@ export class EntropyClient {
     try {
       data = decodeEntropyResponse(body);
     } catch (err) {
-      throw new EntropyClientError(`invalid entropy response: ${(err as Error).message}`, 'transient', 200);
+      throw invalidResponse(body, err);
     }
     if (data.length !== size * BLOCK_SIZE) {
       data.fill(0);
@@ -116,7 +116,7 @@ export class EntropyClient {
     try {
       return decodeApplianceResponse(body, { blockSize, blockCount }).data;
     } catch (err) {
-      throw new EntropyClientError(`invalid entropy response: ${(err as Error).message}`, 'transient', 200);
+      throw invalidResponse(body, err);
     }
   }
 
@@ -197,13 +197,24 @@ function statusError(response: Dispatcher.ResponseData, body: Buffer): EntropyCl
     // not our error shape: the status alone says enough
   }
   const status = response.statusCode;
-  return new EntropyClientError(
-    describeStatus(status, message),
-    classifyStatus(status),
-    status,
-    parseRetryAfter(response.headers['retry-after']),
-    details,
-  );
+  const retryAfterMs = parseRetryAfter(response.headers['retry-after']);
+  return new EntropyClientError(describeStatus(status, message, retryAfterMs), classifyStatus(status), status, retryAfterMs, details);
+}
+
+/**
+ * The error for a 200 body the decoder refused. The decoder checks blocks as it meets
+ * them, so a body cut off after `{"random": ["AAAA", ` was reported as a 3-byte block;
+ * when the body is not JSON at all, that is what the message says. (JSON.parse runs only
+ * on this error path, never on the bodies that decode.)
+ */
+function invalidResponse(body: Buffer, err: unknown): EntropyClientError {
+  let why = (err as Error).message;
+  try {
+    JSON.parse(body.toString('utf8'));
+  } catch (parseError) {
+    why = `not valid JSON (${(parseError as Error).message}; ${body.length} bytes received)`;
+  }
+  return new EntropyClientError(`invalid entropy response: ${why}`, 'transient', 200);
 }
 
 async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
