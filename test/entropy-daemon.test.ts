@@ -64,7 +64,7 @@ describe('entropy role under the daemon runner', () => {
     const token = await tokenFor(storageUrl);
     const { logger, lines } = captureLogger();
     const shared: SharedServices = {};
-    const roles = buildRoles(config, { logger, stateDir: dir, shared }, { entropy: { createTester: createNativeTester } });
+    const roles = await buildRoles(config, { logger, stateDir: dir, shared }, { entropy: { createTester: createNativeTester } });
     expect(roles.map((r) => r.name)).toEqual(['entropy']);
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
@@ -113,7 +113,7 @@ describe('entropy role under the daemon runner', () => {
         source: 'getrandom',
       },
     });
-    const roles = buildRoles(config, { logger, stateDir: dir });
+    const roles = await buildRoles(config, { logger, stateDir: dir });
     await expect(runRoles(roles, logger, { signals: new EventEmitter() })).rejects.toThrow(/certFile: cannot read/);
   });
 
@@ -125,10 +125,10 @@ describe('entropy role under the daemon runner', () => {
         entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 1024 * 1024 } },
       });
     const { logger } = captureLogger();
-    const [first] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+    const [first] = await buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
     await first!.start();
     try {
-      const [second] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+      const [second] = await buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
       await expect(second!.start()).rejects.toThrow(
         new RegExp(`another qentropy process \\(pid ${process.pid}\\) already serves the entropy role from .*one-server\\.db; .*use PostgreSQL`),
       );
@@ -140,7 +140,7 @@ describe('entropy role under the daemon runner', () => {
       await first!.stop();
     }
     // Once the first has stopped, another may serve the file.
-    const [third] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+    const [third] = await buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
     await third!.start();
     await third!.stop();
   });
@@ -153,7 +153,7 @@ describe('entropy role under the daemon runner', () => {
     });
     const token = await tokenFor(storageUrl);
     const { logger } = captureLogger();
-    const roles = buildRoles(config, { logger, stateDir: dir });
+    const roles = await buildRoles(config, { logger, stateDir: dir });
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
@@ -174,7 +174,7 @@ describe('entropy role under the daemon runner', () => {
     });
     const token = await tokenFor(storageUrl);
     const { logger } = captureLogger();
-    const roles = buildRoles(config, { logger, stateDir: dir });
+    const roles = await buildRoles(config, { logger, stateDir: dir });
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
@@ -209,7 +209,7 @@ describe('entropy role under the daemon runner', () => {
       entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: `device:${fifo}` },
     });
     const { logger } = captureLogger();
-    const roles = buildRoles(config, { logger, stateDir: dir }, { entropy: { createTester: createNativeTester } });
+    const roles = await buildRoles(config, { logger, stateDir: dir }, { entropy: { createTester: createNativeTester } });
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;

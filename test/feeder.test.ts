@@ -250,7 +250,8 @@ describe('deterministic streams never reach a sink', () => {
     });
     await feeder.start();
     await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 15_000, 'the source to be taken out of service');
-    await new Promise((r) => setTimeout(r, 100));
+    // No feed in flight: every sink has finished and waits on the (now empty) buffer.
+    await waitFor(() => feeder.statusNow().sinks.every((k) => k.state === 'waiting'), 10_000, 'the sinks to wait');
     const status = feeder.statusNow();
     await feeder.stop();
     expectBytesAccountedFor(status.sources[0]!);
