@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { FeederStatus } from '../src/feeder/index.js';
 import { Upstream, waitFor } from './feeder-harness.js';
-import { createTestPackage, type TestPackage } from './helpers/package.js';
+import { createTestPackage, repoRoot, srcPath, type TestPackage } from './helpers/package.js';
 import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -183,6 +183,56 @@ describe('qentropy daemon with the feeder role (separate process)', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(notify.messages()).toContain('STOPPING=1');
     notify.stop();
+  });
+
+  it('a feeder-only daemon loads no module of the roles and commands it does not run, and no undici', async () => {
+    // The CLI as it ships is not bundled (bin/qentropy.js over tsc's output), so a lazily
+    // imported module loads only when imported. Each src/ file is transpiled on its own
+    // (esbuild, no bundling: the same module graph), and a hook logs every module resolved.
+    const out = path.join(dir, 'unbundled');
+    const sources = fs.readdirSync(srcPath(''), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+    const esbuild = path.join(repoRoot, 'node_modules', '.bin', 'esbuild');
+    const built = spawnSync(esbuild, [...sources.map((f) => srcPath(f)), '--platform=node', '--format=esm', `--outbase=${srcPath('')}`, `--outdir=${out}`, '--log-level=error'], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    fs.writeFileSync(path.join(out, 'cli.mjs'), "import { main } from './cli/main.js';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+    const hook = `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(process.env.MODULE_LOG, resolved.url + '\\n');
+  return resolved;
+}`;
+    fs.writeFileSync(path.join(out, 'log-modules.mjs'), `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));\n`);
+    const log = path.join(dir, 'modules.log');
+    fillUpstream(1024 * 1024);
+    const { config } = await writeConfig('lazy', { kernel: { enabled: false }, files: [{ path: path.join(dir, 'lazy', 'out.bin'), bytes: 512, intervalMs: 60_000 }] });
+    const child = spawn(process.execPath, ['--import', path.join(out, 'log-modules.mjs'), path.join(out, 'cli.mjs'), 'daemon', '--config', config], {
+      env: { ...process.env, MODULE_LOG: log },
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    await waitFor(() => output.includes('qentropy daemon running'), 15_000, 'the daemon to run');
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    const loaded = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    // It loaded what a feeder needs…
+    for (const needed of ['/node_modules/pino/', '/node_modules/prom-client/', '/unbundled/roles/feeder.js', '/unbundled/feeder/feeder.js']) {
+      expect(loaded.some((url) => url.includes(needed)), needed).toBe(true);
+    }
+    // …and nothing of HTTP servers, databases, certificates, the KME, the quality service, undici.
+    const unwanted = loaded.filter(
+      (url) =>
+        /\/node_modules\/(undici|fastify|better-sqlite3|pg|@peculiar\/x509)\//.test(url) ||
+        /\/unbundled\/(kme|quality|accounts|server|sts)\//.test(url) ||
+        /\/unbundled\/storage\/(sqlite|postgres)\.js$|\/unbundled\/pki\/(certs|files)\.js$/.test(url) ||
+        /\/unbundled\/roles\/(entropy|quality|kme)\.js$/.test(url) ||
+        /\/unbundled\/cli\/commands\/(token|fetch|sts|pki|kme|quality|feeder)\.js$/.test(url),
+    );
+    expect(unwanted).toEqual([]);
   });
 
   it.skipIf(!haveSofthsm)('a wrong HSM PIN never ends the process: the PIN is tried once, and once more per reload', async () => {
