@@ -42,28 +42,34 @@ inline uint64_t bits_from(const std::vector<uint64_t>& r, size_t pos) {
 // sequence as for 64; here there is one block at a time.) Connection polynomials are
 // words with bit i = coefficient of x^i; the sequence is kept reversed, so the
 // discrepancy sum_i C_i s_(n-i) is an AND of C with 64-bit slices of it.
-size_t linear_complexity(const uint8_t* data, size_t nbits) {
+size_t linear_complexity(const uint8_t* data, size_t nbits) { return LinearComplexity{}(data, nbits); }
+
+size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
   if (nbits == 0) return 0;
   const size_t words = nbits / 64 + 2;
-  std::vector<uint64_t> rev(2 * words + 2, 0), c(words, 0), b(words, 0), t(words, 0);
+  rev_.assign(2 * words + 2, 0);
+  c_.assign(words, 0);
+  b_.assign(words, 0);
+  t_.assign(words, 0);
   for (size_t k = 0; k < nbits; ++k) {
     const uint64_t bit = (data[k >> 3] >> (7 - (k & 7))) & 1u;
     const size_t j = nbits - 1 - k;  // rev bit j = s_(nbits-1-j)
-    rev[j >> 6] |= bit << (j & 63);
+    rev_[j >> 6] |= bit << (j & 63);
   }
-  // shifted[r][w] = 64 bits of rev from bit 64w + r: every slice the discrepancy needs is
-  // then one aligned load, and its loop is a plain AND-XOR reduction.
-  std::vector<uint64_t> shifted(64 * words);
+  // shifted_[r * words + w] = 64 bits of rev from bit 64w + r: every slice the discrepancy
+  // needs is then one aligned load, and its loop is a plain AND-XOR reduction.
+  shifted_.resize(64 * words);
   for (size_t r = 0; r < 64; ++r)
-    for (size_t w = 0; w < words; ++w) shifted[r * words + w] = bits_from(rev, 64 * w + r);
+    for (size_t w = 0; w < words; ++w) shifted_[r * words + w] = bits_from(rev_, 64 * w + r);
+  uint64_t* const c = c_.data();
   c[0] = 1;
-  b[0] = 1;
+  b_[0] = 1;
   size_t L = 0;
   size_t m = 1;  // C is updated with x^m B
   for (size_t n = 0; n < nbits; ++n) {
     // s_(n-i) is rev bit (nbits-1-n+i); deg C <= L, so words 0 .. L/64 of C suffice.
     const size_t off = nbits - 1 - n;
-    const uint64_t* slice = shifted.data() + (off & 63) * words + (off >> 6);
+    const uint64_t* slice = shifted_.data() + (off & 63) * words + (off >> 6);
     uint64_t acc = 0;
     const size_t used = L / 64 + 1;
     for (size_t w = 0; w < used; ++w) acc ^= c[w] & slice[w];
@@ -72,8 +78,9 @@ size_t linear_complexity(const uint8_t* data, size_t nbits) {
       continue;
     }
     const bool grows = 2 * L <= n;
-    if (grows) std::copy(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(used), t.begin());
+    if (grows) std::copy(c, c + used, t_.begin());
     // C ^= x^m B, over the words the new polynomial can reach (degree <= n + 1).
+    const uint64_t* const b = b_.data();
     const size_t q = m / 64;
     const unsigned s = static_cast<unsigned>(m % 64);
     const size_t top = std::min(words - 1, (n + 1) / 64 + 1);
@@ -85,9 +92,9 @@ size_t linear_complexity(const uint8_t* data, size_t nbits) {
     }
     if (grows) {
       // B = the old C (its words above `used` are zero, as deg C <= L).
-      std::fill(t.begin() + static_cast<std::ptrdiff_t>(used), t.end(), 0);
+      std::fill(t_.begin() + static_cast<std::ptrdiff_t>(used), t_.end(), 0);
       L = n + 1 - L;
-      b.swap(t);
+      b_.swap(t_);
       m = 1;
     } else {
       ++m;
@@ -145,14 +152,16 @@ BlockReport Tester::test_block(const uint8_t* block, size_t size) {
     throw std::invalid_argument("pattern blocks must be a multiple of 32 bytes, at least 64");
   BlockReport report;
   const size_t windows = size - kChunk + 1;
-  std::vector<uint64_t> fps(windows);  // of the 32 bytes at every byte offset
+  std::vector<uint64_t>& fps = window_fps_;  // of the 32 bytes at every byte offset
+  fps.resize(windows);
   for (size_t j = 0; j < windows; ++j) fps[j] = fingerprint(block + j);
   const uint64_t start = chunks_seen_ * kChunk;  // stream position of the block
   // Candidate repeats (window offset, earlier chunk). An aligned window is looked up
   // before its own chunk joins the index (which keeps the newest chunk per fingerprint),
   // so it finds an earlier copy, also one earlier in this block; unaligned windows are
   // looked up once the whole block is in.
-  std::vector<std::pair<size_t, uint64_t>> candidates;
+  std::vector<std::pair<size_t, uint64_t>>& candidates = candidates_;
+  candidates.clear();
   for (size_t j = 0; j < windows; j += kChunk) {
     if (const uint64_t entry = lookup(fps[j])) candidates.emplace_back(j, entry - 1);
     const uint64_t chunk = chunks_seen_++;
@@ -181,7 +190,7 @@ BlockReport Tester::test_block(const uint8_t* block, size_t size) {
   if (config_.linear_bits != 0) {
     const size_t nbits = std::min(config_.linear_bits, size * 8);
     report.linear_bits = nbits;
-    report.linear_complexity = linear_complexity(block, nbits);
+    report.linear_complexity = linear_(block, nbits);
     report.linear = report.linear_complexity + config_.linear_margin <= nbits / 2;
   }
   report.passed = !report.repeated() && !report.linear;

@@ -10,7 +10,7 @@
 //    1 KiB block, a bit period up to 8 x history bits) is caught on its first repeat. The
 //    history keeps 64-bit fingerprints of 32-byte chunks, never the bytes themselves.
 //  - Linear complexity: Berlekamp-Massey over GF(2) on the block's first `linear_bits`
-//    bits (most significant bit of each byte first). Random bits have a linear complexity
+//    bits (most significant bit of each byte first; default 1,280). Random bits have a linear complexity
 //    within a few bits of half their length; an LFSR of degree L, or a generator that
 //    outputs bytes of one (complexity up to 8L), has L. The block fails when the
 //    complexity is `linear_margin` or more below half.
@@ -23,13 +23,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qe::pattern {
 
 struct Config {
   size_t history_bytes = 65536;  // how far back repeats are looked for (multiple of 32)
-  size_t linear_bits = 2048;     // bits per block given to Berlekamp-Massey (0 = off)
+  // Bits per block given to Berlekamp-Massey (0 = off). 1,280 bits fail at 608 or less: every
+  // linear generator of up to 76 bits of state read a byte at a time, and any LFSR of degree
+  // up to 608 read a bit at a time. (2,048 bits would catch more and cost 2.4 times as much.)
+  size_t linear_bits = 1280;
   size_t linear_margin = 32;     // fail when complexity <= linear_bits / 2 - margin
 };
 
@@ -51,6 +55,15 @@ struct BlockReport {
 // bit of each byte first. `data` holds at least ceil(nbits / 8) bytes.
 size_t linear_complexity(const uint8_t* data, size_t nbits);
 
+// The same, keeping its working memory between calls (a tester runs it on every block).
+class LinearComplexity {
+ public:
+  size_t operator()(const uint8_t* data, size_t nbits);
+
+ private:
+  std::vector<uint64_t> rev_, shifted_, c_, b_, t_;
+};
+
 class Tester {
  public:
   // Throws std::invalid_argument for a history that is not a positive multiple of 32.
@@ -64,6 +77,7 @@ class Tester {
   uint64_t fingerprint(const uint8_t* bytes32) const;
 
   Config config_;
+  LinearComplexity linear_;
   uint64_t key_[4];
   // Fingerprints of the stream's aligned 32-byte chunks, oldest first, as a ring, with
   // an open-addressing table from fingerprint to chunk number for the lookups.
@@ -79,6 +93,9 @@ class Tester {
   // The live chunk whose fingerprint is `fp`, as number + 1, or 0.
   uint64_t lookup(uint64_t fp) const;
   uint64_t chunk_fingerprint(uint64_t chunk) const { return ring_[chunk % ring_.size()]; }
+  // Working memory of test_block, kept between blocks.
+  std::vector<uint64_t> window_fps_;
+  std::vector<std::pair<size_t, uint64_t>> candidates_;
 };
 
 }  // namespace qe::pattern
