@@ -73,7 +73,6 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
   }
 
   app.get('/', async (request, reply) => {
-    parseQuery(request.query, {});
     return sendAsset('index.html', reply, request.headers['if-none-match']);
   });
 

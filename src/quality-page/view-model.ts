@@ -86,6 +86,9 @@ export interface RunViewInput {
   min_entropy?: unknown;
 }
 
+/** The significance level of the service's runs (the battery's, NIST's default). */
+const SERVICE_ALPHA = 0.01;
+
 /** NIST's band around the expected proportion 1 − alpha for m sequences (SP 800-22 §4.2.1). */
 export function acceptanceBand(alpha: number, m: number): [number, number] {
   const p = 1 - alpha;
@@ -199,6 +202,8 @@ export interface TimelineRun {
   nist: boolean | null;
   uniformity: boolean | null;
   nistRate: number | null;
+  /** NIST's minimum pass proportion for the run's number of results (alpha 0.01): the line nistRate must reach. */
+  nistMinimum: number | null;
   uniformityRate: number | null;
   strict: boolean;
   loose: boolean;
@@ -217,6 +222,7 @@ export function timelineRun(row: RunRow): TimelineRun {
     nist: r ? r.nist_all_passed : null,
     uniformity: r ? r.uniformity_all_passed : null,
     nistRate: r ? finite(r.nist_success_rate) : null,
+    nistMinimum: r && r.nist_passes + r.nist_fails > 0 ? acceptanceBand(SERVICE_ALPHA, r.nist_passes + r.nist_fails)[0] : null,
     uniformityRate: r ? finite(r.uniformity_success_rate) : null,
     strict: row.strictlyFailing,
     loose: row.looselyFailing,

@@ -53,12 +53,16 @@ export function sourceFor(kind: SeedKind): QualityBitSource {
 }
 
 /** Runs the battery on `kind` data and stores the run as completing at `completedMs`. */
-export async function seedRun(store: QualityStore, kind: SeedKind, completedMs: number): Promise<number> {
+export async function seedRun(
+  store: QualityStore,
+  kind: SeedKind,
+  completedMs: number,
+  layout: { streams: number; bitsPerStream: number } = { streams: STREAMS, bitsPerStream: BITS_PER_STREAM },
+): Promise<number> {
   const runner = new QualityRunner({
     store,
     source: sourceFor(kind),
-    streams: STREAMS,
-    bitsPerStream: BITS_PER_STREAM,
+    ...layout,
     threads: 2,
     now: () => completedMs,
   });
@@ -69,14 +73,15 @@ export async function seedRun(store: QualityStore, kind: SeedKind, completedMs: 
 export async function copyRun(store: QualityStore, id: number, completedMs: number): Promise<number> {
   const row = (await store.getRunRow(id))!;
   const report = (await store.getReport(id))!;
+  const layout = (report.layout as { streams: number; bitsPerStream: number } | undefined) ?? { streams: STREAMS, bitsPerStream: BITS_PER_STREAM };
   const record = row.record ? { ...row.record, time_of_completion: completedMs / 1000 } : undefined;
   const run: NewRun = {
     status: row.status,
     startedMs: completedMs - 3000,
     completedMs,
     source: String(report.source),
-    streams: STREAMS,
-    bitsPerStream: BITS_PER_STREAM,
+    streams: layout.streams,
+    bitsPerStream: layout.bitsPerStream,
     strictlyFailing: row.strictlyFailing,
     looselyFailing: row.looselyFailing,
     repetitionFlagged: row.repetitionFlagged,

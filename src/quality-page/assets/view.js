@@ -247,17 +247,18 @@ export function renderRun(run, options = {}) {
   if (run.status === 'error') return renderSummary(run, options);
   return (
     renderSummary(run, options) +
-    `<h4 class="part">Flagged sub-tests</h4>${renderFlagged(run)}` +
     `<h4 class="part">The 15 tests</h4>` +
-    `<p class="legend">Top of each card: the proportion of sequences that passed each sub-test (a dot each; ✗ outside the band) over NIST's acceptance band (shaded), with the expected proportion ${fixed(1 - run.alpha, 2)} as a line. Below: how the test's P-values spread over ten bins from 0 to 1; the dashed line is what a uniform spread gives.</p>` +
+    `<p class="legend">Top of each card: the proportion of sequences that passed each sub-test (a dot each; ✗ outside the band) over NIST's acceptance band (shaded), with the expected proportion ${fixed(1 - run.alpha, 2)} as a line. Below: how the test's P-values spread over ten bins from 0 to 1; the dashed line is what a uniform spread gives. A card with a thick border has flagged sub-tests, listed after the cards.</p>` +
     renderTests(run) +
+    `<h4 class="part">Flagged sub-tests</h4>${renderFlagged(run)}` +
     `<details class="all-subtests"><summary>All ${run.subTests.length} sub-tests as NIST's table</summary>${subTestTable(run.subTests, 'C1..C10: P-values per tenth of [0, 1]')}</details>`
   );
 }
 
-function tickStep(spanMs) {
+/** A time step giving at most `most` ticks over `spanMs`. */
+function tickStep(spanMs, most) {
   const h = 3_600_000;
-  for (const step of [h, 2 * h, 3 * h, 6 * h, 12 * h, 24 * h, 2 * 24 * h, 7 * 24 * h, 14 * 24 * h]) if (spanMs / step <= 8) return step;
+  for (const step of [h, 2 * h, 3 * h, 6 * h, 12 * h, 24 * h, 2 * 24 * h, 7 * 24 * h, 14 * 24 * h]) if (spanMs / step <= most) return step;
   return 30 * 24 * h;
 }
 
@@ -268,24 +269,32 @@ function tickStep(spanMs) {
  */
 export function renderTimeline(runs, options) {
   const { from, to, width, selectedId } = options;
-  const H = 210;
+  // Taller on wide screens, so the rate lines keep a readable slope on a 4K display.
+  const H = Math.round(Math.min(420, Math.max(210, width * 0.11)));
   const left = 52;
   const right = Math.max(left + 50, width - 10);
   const x = (t) => left + ((t - from) / Math.max(1, to - from)) * (right - left);
-  const rates = runs.flatMap((r) => [r.nistRate, r.uniformityRate]).filter((v) => v !== null);
-  const yMin = Math.min(0.9, Math.floor((Math.min(1, ...rates) - 0.02) * 20) / 20);
+  // The rates that matter sit just under 1 (NIST's minimum is about 0.987): the axis shows
+  // 0.90 to 1, and a rate below that is drawn on the bottom edge, its value in the tooltip.
+  const yMin = 0.9;
   const lineTop = 62;
-  const lineBottom = 178;
+  const lineBottom = H - 32;
   const y = (v) => lineBottom - ((v - yMin) / (1 - yMin)) * (lineBottom - lineTop);
   const markW = Math.max(2, Math.min(8, ((right - left) / Math.max(1, runs.length)) * 0.7));
   const out = [];
   // Grid, axes and labels.
-  for (const v of [yMin, (yMin + 1) / 2, 1]) {
+  for (const v of [yMin, 0.95, 1]) {
     out.push(`<line class="grid" x1="${left}" x2="${right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"/>`);
-    out.push(`<text class="tick end" x="${left - 4}" y="${(y(v) + 4).toFixed(1)}">${v.toFixed(2)}</text>`);
+    out.push(`<text class="tick end" x="${left - 4}" y="${(y(v) + 4).toFixed(1)}">${v === yMin ? '≤ ' : ''}${v.toFixed(2)}</text>`);
+  }
+  const minima = runs.map((r) => r.nistMinimum).filter((v) => v !== null && v !== undefined);
+  if (minima.length) {
+    const m = minima[minima.length - 1];
+    out.push(`<line class="minimum" x1="${left}" x2="${right}" y1="${y(m).toFixed(1)}" y2="${y(m).toFixed(1)}"/>`);
+    out.push(`<text class="tick" x="${left + 4}" y="${(y(m) + 12).toFixed(1)}">NIST minimum ${m.toFixed(4)}</text>`);
   }
   out.push(`<text class="tick end" x="${left - 4}" y="19">NIST</text><text class="tick end" x="${left - 4}" y="37">Unif.</text>`);
-  const step = tickStep(to - from);
+  const step = tickStep(to - from, Math.max(2, Math.min(12, Math.floor((right - left) / 64))));
   for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
     const d = new Date(t);
     const label = step < 86_400_000 ? d.toISOString().slice(11, 16) : d.toISOString().slice(5, 10);
@@ -326,7 +335,7 @@ export function renderTimeline(runs, options) {
   for (const r of runs) {
     const v = verdictOf(r);
     const mx = (x(r.time) - markW / 2).toFixed(1);
-    const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'}, uniformity ${r.uniformity ? 'passed' : 'failed'}`) + (r.repetition ? '; repetition flagged' : '');
+    const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'} (${fixed(r.nistRate, 4)}), uniformity ${r.uniformity ? 'passed' : 'failed'} (${fixed(r.uniformityRate, 4)})`) + (r.repetition ? '; repetition flagged' : '');
     let marks;
     if (r.status === 'error') {
       marks = `<rect class="crit error" x="${mx}" y="10" width="${markW.toFixed(1)}" height="30"/>`;
