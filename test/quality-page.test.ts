@@ -10,13 +10,16 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import pino from 'pino';
+
 import { main } from '../src/cli/main.js';
 import { buildQualityApp } from '../src/quality/api.js';
 import { KEPT_BITS, QualityStore } from '../src/quality/store.js';
 import { acceptanceBand, buildRunView, PAGE_CSP, registerQualityPage, renderHtmlReport, type RunViewInput } from '../src/quality-page/index.js';
+import { QualityRole } from '../src/roles/quality.js';
 import type { Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
-import { seedRun } from './helpers/quality-seed.js';
+import { seedRun, sourceFor } from './helpers/quality-seed.js';
 
 // Small batches keep this file quick; 60 sequences still let uniformity be judged.
 const LAYOUT = { streams: 60, bitsPerStream: 100_000 };
@@ -261,6 +264,55 @@ describe('run view and report files', () => {
       expect(errors).toEqual([`qentropy: --html: cannot write ${path.join(dir, 'missing', 'report.html')}: ENOENT\n`]);
       expect(fs.readdirSync(dir)).toEqual(['bits.bin']);
     } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('quality role', () => {
+  it("serves the page at / beside the APIs, and streams its own scheduler's runs to it", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-role-'));
+    const role = new QualityRole(
+      {
+        enabled: true,
+        listen: { host: '127.0.0.1', port: 0 },
+        plainHttp: true,
+        intervalSeconds: 3600,
+        firstRunDelaySeconds: 3600,
+        ...LAYOUT,
+        threads: 1,
+        source: 'pool',
+        drawTimeoutSeconds: 60,
+        retentionDays: 30,
+        passingDataRetentionDays: 0,
+        pruneIntervalSeconds: 3600,
+        logRequests: false,
+        storageUrl: `sqlite:${path.join(dir, 'q.db')}`,
+      },
+      { logger: pino({ level: 'silent' }), stateDir: dir },
+      { source: sourceFor('pass') },
+    );
+    await role.start();
+    const controller = new AbortController();
+    try {
+      const url = role.address!.url;
+      const page = await fetch(`${url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toBe(PAGE_CSP);
+      expect(((await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[] }).runs).toEqual([]);
+      expect((await fetch(`${url}/page/v1/timeline?hours=721`)).status).toBe(400);
+
+      const events = await fetch(`${url}/page/v1/events`, { signal: controller.signal });
+      const reader = events.body!.getReader();
+      await reader.read(); // the stream is open ("retry:")
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the watch has read the empty store (its first look is at once)
+      const outcome = await role.service!.runNow();
+      let text = '';
+      while (!text.includes('event: run')) text += Buffer.from((await reader.read()).value!).toString('utf8');
+      expect(text).toContain(`id: ${outcome.id}\n`);
+    } finally {
+      controller.abort();
+      await role.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 
 import { parseQuery, QueryError } from '../quality/query.js';
 import type { QualityStore } from '../quality/store.js';
-import { loadAssets, SERVED } from './assets.js';
+import { loadAssets, SERVED, type Asset } from './assets.js';
 import { renderHtmlReport, reportCsp } from './html-report.js';
 import { RunWatch } from './run-watch.js';
 import { buildRunView, timelineRun, type RunView, type RunViewInput, type TimelineRun } from './view-model.js';
@@ -52,7 +52,15 @@ function notFound(reply: FastifyReply, id: number): FastifyReply {
 export async function registerQualityPage(app: FastifyInstance, options: QualityPageOptions): Promise<void> {
   const { store } = options;
   const retentionHours = Math.max(1, Math.round((options.retentionDays ?? 90) * 24));
-  const assets = loadAssets();
+  // A package without the page's files (e.g. bundled without them) still serves the APIs.
+  let assets: Map<string, Asset> | undefined;
+  let missing = '';
+  try {
+    assets = loadAssets();
+  } catch (err) {
+    missing = (err as Error).message;
+    app.log.error({ err: missing }, 'quality page unavailable; the APIs are served');
+  }
   const watch = new RunWatch(store, {
     ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
     onError: (err) => app.log.warn({ err: (err as Error).message }, 'quality page: looking for new runs failed; will retry'),
@@ -64,7 +72,12 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     watch.stop();
   });
 
+  function unavailable(reply: FastifyReply): FastifyReply {
+    return reply.code(503).type('application/json; charset=utf-8').send({ message: 'the quality page is not available', details: [{ problem: missing }] });
+  }
+
   function sendAsset(name: string, reply: FastifyReply, ifNoneMatch: string | undefined): FastifyReply {
+    if (!assets) return unavailable(reply);
     const asset = assets.get(name)!;
     reply.header('etag', asset.etag).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
     if (name.endsWith('.html')) reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer');
@@ -141,6 +154,7 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     const id = runId(request.params.id);
     const view = await runView(id);
     if (!view) return notFound(reply, id);
+    if (!assets) return unavailable(reply);
     return reply
       .type('text/html; charset=utf-8')
       .header('x-content-type-options', 'nosniff')

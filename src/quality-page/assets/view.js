@@ -299,7 +299,7 @@ export function renderTimeline(runs, options) {
     const d = new Date(t);
     const label = step < 86_400_000 ? d.toISOString().slice(11, 16) : d.toISOString().slice(5, 10);
     out.push(`<line class="grid" x1="${x(t).toFixed(1)}" x2="${x(t).toFixed(1)}" y1="${lineTop}" y2="${lineBottom + 4}"/>`);
-    out.push(`<text class="tick mid" x="${x(t).toFixed(1)}" y="${lineBottom + 18}">${label}</text>`);
+    if (x(t) < right - 18) out.push(`<text class="tick mid" x="${x(t).toFixed(1)}" y="${lineBottom + 18}">${label}</text>`);
   }
   out.push(`<text class="tick" x="${right}" y="${H - 2}" text-anchor="end">UTC</text>`);
   // Failing runs stand out: a shaded column through the whole chart.
