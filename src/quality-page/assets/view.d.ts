@@ -16,7 +16,7 @@ export interface SummaryOptions {
   headingLevel?: 'h2' | 'h3';
 }
 export function renderSummary(run: RunView, options?: SummaryOptions): string;
-export function renderTests(run: RunView): string;
+export function renderTests(run: RunView, cardHeading?: string): string;
 export function renderFlagged(run: RunView): string;
 export function renderRun(run: RunView, options?: SummaryOptions): string;
 export function renderTimeline(runs: TimelineRun[], options: { from: number; to: number; width: number; selectedId: number | null }): string;

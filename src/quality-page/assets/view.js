@@ -190,16 +190,16 @@ function proportionText(test) {
 }
 
 /** One card per test: proportion against the band, P-value histogram, and their verdicts. */
-export function renderTests(run) {
+export function renderTests(run, cardHeading = 'h5') {
   if (run.tests.length === 0) return '';
   const domain = proportionDomain(run);
   const cards = run.tests.map((t) => {
     const flagged = t.flagged > 0;
     return (
       `<article class="test-card${flagged ? ' flagged' : ''}${t.uniformity === 'failed' ? ' not-uniform' : ''}" data-test="${esc(t.test)}" data-flagged="${t.flagged}">` +
-      `<h4>${esc(t.name)}${t.subTests > 1 ? ` <span class="count">${t.subTests} sub-tests</span>` : ''}` +
+      `<${cardHeading}>${esc(t.name)}${t.subTests > 1 ? ` <span class="count">${t.subTests} sub-tests</span>` : ''}` +
       (flagged ? ` ${badge('fail', '✗', `${t.flagged} flagged`)}` : '') +
-      `</h4>` +
+      `</${cardHeading}>` +
       proportionChart(t, domain, run.alpha) +
       `<p class="caption">${proportionText(t)}</p>` +
       histogramChart(t) +
@@ -242,15 +242,17 @@ export function renderFlagged(run) {
   return `<div class="flagged-list">${subTestTable(flagged, `${flagged.length} flagged sub-test${flagged.length === 1 ? '' : 's'} (✗ marks the failing column)`)}</div>`;
 }
 
-/** A run in full: summary, flagged sub-tests, the 15 test cards and NIST's whole table. */
+/** A run in full: summary, the 15 test cards, the flagged sub-tests and NIST's whole table. */
 export function renderRun(run, options = {}) {
   if (run.status === 'error') return renderSummary(run, options);
+  const level = Number((options.headingLevel ?? 'h3').slice(1));
+  const part = `h${level + 1}`;
   return (
     renderSummary(run, options) +
-    `<h4 class="part">The 15 tests</h4>` +
+    `<${part} class="part">The 15 tests</${part}>` +
     `<p class="legend">Top of each card: the proportion of sequences that passed each sub-test (a dot each; ✗ outside the band) over NIST's acceptance band (shaded), with the expected proportion ${fixed(1 - run.alpha, 2)} as a line. Below: how the test's P-values spread over ten bins from 0 to 1; the dashed line is what a uniform spread gives. A card with a thick border has flagged sub-tests, listed after the cards.</p>` +
-    renderTests(run) +
-    `<h4 class="part">Flagged sub-tests</h4>${renderFlagged(run)}` +
+    renderTests(run, `h${level + 2}`) +
+    `<${part} class="part">Flagged sub-tests</${part}>${renderFlagged(run)}` +
     `<details class="all-subtests"><summary>All ${run.subTests.length} sub-tests as NIST's table</summary>${subTestTable(run.subTests, 'C1..C10: P-values per tenth of [0, 1]')}</details>`
   );
 }
