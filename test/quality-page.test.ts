@@ -300,6 +300,7 @@ describe('quality role', () => {
       expect(page.status).toBe(200);
       expect(page.headers.get('content-security-policy')).toBe(PAGE_CSP);
       expect(((await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[] }).runs).toEqual([]);
+      expect((await fetch(`${url}/page/v1/runs/latest`)).status).toBe(204);
       expect((await fetch(`${url}/page/v1/timeline?hours=721`)).status).toBe(400);
 
       const events = await fetch(`${url}/page/v1/events`, { signal: controller.signal });

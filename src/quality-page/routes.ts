@@ -2,7 +2,7 @@
 //   GET /                          the page (index.html), strict CSP
 //   GET /assets/{file}             its script, styles and icon
 //   GET /page/v1/timeline?hours=   runs of the last H hours (1 .. retention), oldest first
-//   GET /page/v1/runs/{id|latest}  one run folded for the page (view-model.ts)
+//   GET /page/v1/runs/{id|latest}  one run folded for the page (view-model.ts); latest: 204 when none
 //   GET /page/v1/runs/{id}/bits    the run's kept tested bits, raw (for `qentropy sts`)
 //   GET /page/v1/failing?num=      the newest runs that failed a criterion
 //   GET /page/v1/events?after=     server-sent events: one `run` event per new run
@@ -112,9 +112,8 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
   app.get<{ Params: { id: string } }>('/page/v1/runs/:id', async (request, reply) => {
     parseQuery(request.query, {});
     const latest = request.params.id === 'latest' ? await store.latestRunId() : undefined;
-    if (request.params.id === 'latest' && latest === undefined) {
-      return reply.code(404).type('application/json; charset=utf-8').send({ message: 'no quality run is stored yet', details: [] });
-    }
+    // No run yet is the normal state of a new service, not an error: 204, no body.
+    if (request.params.id === 'latest' && latest === undefined) return reply.code(204).send();
     const id = latest ?? runId(request.params.id);
     const view = await runView(id);
     return view ?? notFound(reply, id);

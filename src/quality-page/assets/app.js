@@ -17,8 +17,10 @@ const state = {
   selected: /** @type {any} */ (null),
 };
 
+/** The JSON at `url`; null for 204 (e.g. no run stored yet). */
 async function getJson(url) {
   const response = await fetch(url, { headers: { accept: 'application/json' } });
+  if (response.status === 204) return null;
   if (!response.ok) {
     let message = `${response.status}`;
     try {
@@ -129,12 +131,7 @@ async function loadFailing() {
 }
 
 async function loadLatest() {
-  try {
-    state.latest = await getJson('/page/v1/runs/latest');
-  } catch (err) {
-    if (!/404|no quality run/.test(err.message)) throw err;
-    state.latest = null;
-  }
+  state.latest = await getJson('/page/v1/runs/latest');
   drawNow();
 }
 
