@@ -5,7 +5,7 @@
 //   GET /page/v1/runs/{id|latest}  one run folded for the page (view-model.ts); latest: 204 when none
 //   GET /page/v1/runs/{id}/bits    the run's kept tested bits, raw (for `qentropy sts`)
 //   GET /page/v1/failing?num=      the newest runs that failed a criterion
-//   GET /page/v1/events?after=     server-sent events: one `run` event per new run
+//   GET /page/v1/events?after=     server-sent events: one `run` event per new run (event-stream.ts)
 //   GET /runs/{id}/report.html     the run as the self-contained HTML report
 // Bad parameters throw QueryError: the app's error handler answers 400 {message, details}.
 import { Readable } from 'node:stream';
@@ -16,8 +16,8 @@ import { parseQuery, QueryError } from '../quality/query.js';
 import type { QualityStore } from '../quality/store.js';
 import { loadAssets, SERVED, type Asset } from './assets.js';
 import { renderHtmlReport, reportCsp } from './html-report.js';
-import { RunWatch } from './run-watch.js';
-import { buildRunView, timelineRun, type RunView, type RunViewInput, type TimelineRun } from './view-model.js';
+import { registerEventStream } from './event-stream.js';
+import { buildRunView, timelineRun, type RunView, type RunViewInput } from './view-model.js';
 
 export interface QualityPageOptions {
   store: QualityStore;
@@ -61,17 +61,6 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     missing = (err as Error).message;
     app.log.error({ err: missing }, 'quality page unavailable; the APIs are served');
   }
-  const watch = new RunWatch(store, {
-    ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
-    onError: (err) => app.log.warn({ err: (err as Error).message }, 'quality page: looking for new runs failed; will retry'),
-  });
-  const streams = new Set<() => void>();
-
-  app.addHook('preClose', async () => {
-    for (const end of [...streams]) end();
-    watch.stop();
-  });
-
   function unavailable(reply: FastifyReply): FastifyReply {
     return reply.code(503).type('application/json; charset=utf-8').send({ message: 'the quality page is not available', details: [{ problem: missing }] });
   }
@@ -161,45 +150,5 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
       .send(await renderHtmlReport(view));
   });
 
-  app.get('/page/v1/events', async (request, reply) => {
-    const q = parseQuery(request.query, { after: { kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 } });
-    const lastEventId = request.headers['last-event-id'];
-    const after = typeof lastEventId === 'string' && /^[0-9]{1,15}$/.test(lastEventId) ? Number(lastEventId) : q.after;
-    const res = reply.raw;
-    reply.hijack();
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      'x-content-type-options': 'nosniff',
-    });
-    const send = (run: TimelineRun): void => void res.write(`id: ${run.id}\nevent: run\ndata: ${JSON.stringify(run)}\n\n`);
-    res.write('retry: 5000\n\n');
-    const heartbeat = setInterval(() => res.write(': still here\n\n'), options.heartbeatMs ?? 25_000);
-    heartbeat.unref();
-    let seen = after;
-    const unsubscribe = watch.subscribe((run) => {
-      if (run.id > seen) send(run);
-      seen = Math.max(seen, run.id);
-    });
-    const end = (): void => {
-      clearInterval(heartbeat);
-      unsubscribe();
-      streams.delete(end);
-      res.end();
-    };
-    streams.add(end);
-    res.on('close', end);
-    // Runs stored after what the client already has (its newest id, or Last-Event-ID on a reconnect).
-    if (after > 0) {
-      try {
-        for (const row of await store.listRunRows({ afterId: after, limit: 100 })) {
-          if (row.id > seen) send(timelineRun(row));
-          seen = Math.max(seen, row.id);
-        }
-      } catch (err) {
-        app.log.warn({ err: (err as Error).message }, 'quality page: replaying runs to an event stream failed');
-      }
-    }
-  });
+  registerEventStream(app, store, { watchIntervalMs: options.watchIntervalMs, heartbeatMs: options.heartbeatMs });
 }
