@@ -107,7 +107,7 @@ describe('quality page in a real browser', () => {
     expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:|\*/);
 
     const w = await openLive();
-    await w.page.waitForLoadState('networkidle').catch(() => undefined); // the event stream stays open
+    await w.page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => undefined); // the event stream stays open
     const bytes = w.transferred();
     fs.writeFileSync(path.join(shots, 'first-paint.json'), `${JSON.stringify({ runs: day.ids.length, bytes, requests: w.requests }, null, 2)}\n`);
     console.log(`quality page first paint with ${day.ids.length} runs: ${bytes} bytes in ${w.requests.length} requests`);
