@@ -176,6 +176,12 @@ describe('quality page in a real browser', () => {
     await w.page.keyboard.press('Enter');
     await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.repeat}:")`);
     expect(await w.page.locator('#selected-body dl.facts').innerText()).toMatch(/Repetition detector\s+✗ flagged\s+\d+ sequence\(s\) repeat an earlier one/);
+    // The buttons step through the runs and back to following the newest.
+    const before = day.ids[day.ids.indexOf(day.real.repeat) - 1]!;
+    await w.page.click('#prev-run');
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${before}:")`);
+    await w.page.click('#follow-latest');
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.pass}:")`);
     expect(w.problems).toEqual([]);
     await w.page.close();
   });
