@@ -191,13 +191,18 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     expect(rest).toEqual(all.slice(1));
   });
 
-  it('the creating SAE can fetch its key again at the origin; other SAEs of A cannot', async () => {
+  it('the origin never serves a key again (§5.3): its master SAE and other SAEs of A get "not found", B still has it', async () => {
     const [k] = await cluster.sae('A', 'a1').encKeys('B');
-    expect(await cluster.sae('A', 'a1').decKeys('B', [k!.key_ID])).toEqual([k]);
-    await expectEtsiError(cluster.sae('A', 'a2').decKeys('B', [k!.key_ID]), 401);
+    for (const sae of ['a1', 'a2']) {
+      const e = await expectEtsiError(cluster.sae('A', sae).decKeys('B', [k!.key_ID]), 400);
+      expect(e.body).toEqual({ message: 'one or more keys specified are not found on KME', details: [{ key_ID: k!.key_ID }] });
+    }
+    // Once the answer has left, the origin keeps no row of the key at all.
+    await waitFor(async () => (await rowCount(dbA, 'key_id = $1', [k!.key_ID])) === 0);
+    expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
   });
 
-  it('status reports the link, the limits and the stored key count', async () => {
+  it('status reports the link, the limits and, as stored_key_count, the keys enc_keys can still deliver (ETSI Table 9)', async () => {
     const a1 = cluster.sae('A', 'a1');
     const before = (await a1.status('B')) as Record<string, number>;
     expect(before).toMatchObject({
@@ -210,17 +215,36 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       max_key_per_request: 64,
       max_key_size: 4096,
       min_key_size: 64,
-      max_SAE_ID_count: 8,
+      max_SAE_ID_count: 2, // b1 and b2 are the SAEs A knows at B
     });
+    const held = (s: Record<string, unknown>): number => (s.status_extension as { link_keys_held: number }).link_keys_held;
+    expect(before.stored_key_count).toBe(100_000 - held(before));
+    // Held at B, the keys A made for B use up what B can still deliver on the link.
+    const b1 = cluster.sae('B', 'b1');
+    const atB = await b1.status('A');
     const keys = await a1.encKeys('B', { number: 4 });
-    const after = (await a1.status('B')) as Record<string, number>;
-    expect(after.stored_key_count).toBe(before.stored_key_count! + 4);
+    const afterB = await b1.status('A');
+    expect(held(afterB)).toBe(held(atB) + 4);
+    expect(afterB.stored_key_count).toBe((atB.stored_key_count as number) - 4);
     // An ETSI-style SAE ID as {id} names its site.
     expect(await a1.status('b1')).toMatchObject({ target_KME_ID: 'B', slave_SAE_ID: 'b1' });
-    // Retrieval at the peer removes the key there, and (notified) at the origin too.
+    // Retrieval at the peer gives the room back.
     await cluster.sae('B', 'b2').decKeys('A', keys.map((k) => k.key_ID));
-    await cluster.sites.B!.service.notices.idle();
-    await waitFor(async () => ((await a1.status('B')) as Record<string, number>).stored_key_count === before.stored_key_count);
+    expect(await b1.status('A')).toMatchObject({ stored_key_count: atB.stored_key_count, status_extension: { link_keys_held: held(atB) } });
+  });
+
+  it('a fresh link reads the full max_key_count; a full store reads 0 and enc_keys gets 503', async () => {
+    // C's store holds at most 40 keys per link; B-C is fresh at C.
+    const c1 = cluster.sae('C', 'c1');
+    const fresh = await c1.status('A');
+    expect(fresh.max_key_count).toBe(40);
+    const room = fresh.stored_key_count as number;
+    expect(room).toBe(40 - (fresh.status_extension as { link_keys_held: number }).link_keys_held);
+    const made = await cluster.sae('A', 'a1').encKeys('C', { number: room });
+    expect(await c1.status('A')).toMatchObject({ stored_key_count: 0, status_extension: { link_keys_held: 40 } });
+    await expectEtsiError(cluster.sae('A', 'a1').encKeys('C'), 503);
+    await c1.decKeys('A', made.map((k) => k.key_ID));
+    expect((await c1.status('A')).stored_key_count).toBe(room);
   });
 
   it('a key for a named slave SAE is only for that SAE at the peer', async () => {
@@ -254,8 +278,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     const b1 = cluster.sae('B', 'b1');
     const e = await expectEtsiError(b1.encKeys('C'), 503);
     expect(JSON.stringify(e.body)).toMatch(/suite|PSK/);
-    expect((await b1.status('C')).stored_key_count).toBe(0);
-    expect((await cluster.sae('C', 'c1').status('B')).stored_key_count).toBe(0);
+    expect(await b1.status('C')).toMatchObject({ status_extension: { link_keys_held: 0 } });
+    expect(await cluster.sae('C', 'c1').status('B')).toMatchObject({ stored_key_count: 40, status_extension: { link_keys_held: 0 } });
   });
 
   it('malformed requests get 400 and store nothing', async () => {
@@ -282,7 +306,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       ['GET', '/api/v1/keys/A/enc_keys', undefined],
       ['POST', '/api/v1/keys/A/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }, { key_ID: '0B7F0A55-5C28-4A36-8A8D-5A2A2F5F5E01' }] }],
       ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: 'not-a-uuid' }] }],
-      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01', x: 1 }] }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }], key_IDs_extension: 'x' }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01', key_ID_extension: [1] }] }],
       ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }] }],
       ['GET', '/api/v1/keys/B/dec_keys', undefined],
     ];
@@ -294,6 +319,88 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       expect(Array.isArray(b.details)).toBe(true);
     }
     expect(await rowCount(dbA)).toBe(before);
+  });
+
+  it("uses ETSI's fixed messages where §6 gives them", async () => {
+    const a1 = cluster.sae('A', 'a1');
+    expect(await a1.call('POST', '/api/v1/keys/B/enc_keys', { size: 260 })).toEqual({
+      status: 400,
+      body: { message: 'size shall be a multiple of 8', details: [{ field: 'size', size: 260 }] },
+    });
+    expect(await a1.call('GET', '/api/v1/keys/B/enc_keys?size=252')).toMatchObject({ status: 400, body: { message: 'size shall be a multiple of 8' } });
+    expect(await a1.call('POST', '/api/v1/keys/B/enc_keys', { extension_mandatory: [{ abc_route_type: 'direct' }] })).toEqual({
+      status: 400,
+      body: { message: 'not all extension_mandatory parameters are supported', details: [{ extension_mandatory_unsupported: 'abc_route_type is not supported' }] },
+    });
+    const unknown = '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e09';
+    expect(await cluster.sae('B', 'b1').call('GET', `/api/v1/keys/A/dec_keys?key_ID=${unknown}`)).toEqual({
+      status: 400,
+      body: { message: 'one or more keys specified are not found on KME', details: [{ key_ID: unknown }] },
+    });
+  });
+
+  it('a dec_keys path naming another master than the key’s is 400 "not found", exactly as for an unknown key', async () => {
+    const [k] = await cluster.sae('A', 'a1').encKeys('B');
+    const b1 = cluster.sae('B', 'b1');
+    const unknown = '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e0a';
+    const notFound = (id: string) => ({ status: 400, body: { message: 'one or more keys specified are not found on KME', details: [{ key_ID: id }] } });
+    // C is a peer of B, but the key was made at A: the answer must not reveal that it exists.
+    expect(await b1.call('GET', `/api/v1/keys/C/dec_keys?key_ID=${k!.key_ID}`)).toEqual(notFound(k!.key_ID));
+    expect(await b1.call('GET', `/api/v1/keys/C/dec_keys?key_ID=${unknown}`)).toEqual(notFound(unknown));
+    expect(await b1.call('POST', '/api/v1/keys/C/dec_keys', { key_IDs: [{ key_ID: k!.key_ID }] })).toEqual(notFound(k!.key_ID));
+    // Nothing was consumed: the right master in the path gets it.
+    expect(await b1.decKeys('a1', [k!.key_ID])).toEqual([k]);
+  });
+
+  it("dec_keys accepts ETSI's extension members and a master_SAE_ID per item when it names the key's master", async () => {
+    const keys = await cluster.sae('A', 'a1').encKeys('B', { number: 4 });
+    const b1 = cluster.sae('B', 'b1');
+    // QURSA C wrapper, QuKayDee mode: master_SAE_ID inside each item.
+    expect(await b1.call('POST', '/api/v1/keys/A/dec_keys', { key_IDs: [{ key_ID: keys[0]!.key_ID, master_SAE_ID: 'a1' }] })).toEqual({ status: 200, body: { keys: [keys[0]] } });
+    // Table 12: key_ID_extension per item, key_IDs_extension on the request.
+    expect(
+      await b1.call('POST', '/api/v1/keys/A/dec_keys', {
+        key_IDs: [{ key_ID: keys[1]!.key_ID, key_ID_extension: { note: 1 } }],
+        key_IDs_extension: { route: 'any' },
+      }),
+    ).toEqual({ status: 200, body: { keys: [keys[1]] } });
+    // A master_SAE_ID that is not the key's master: "not found", nothing consumed (the other key of the request neither).
+    const wrong = await b1.call('POST', '/api/v1/keys/A/dec_keys', {
+      key_IDs: [{ key_ID: keys[2]!.key_ID }, { key_ID: keys[3]!.key_ID, master_SAE_ID: 'a2' }],
+    });
+    expect(wrong).toEqual({ status: 400, body: { message: 'one or more keys specified are not found on KME', details: [{ key_ID: keys[3]!.key_ID }] } });
+    expect(await b1.decKeys('A', [keys[2]!.key_ID, keys[3]!.key_ID])).toEqual(keys.slice(2));
+  });
+
+  it('additional_slave_SAE_IDs naming an unknown SAE or an SAE of a third site: 400, nothing stored at either site', async () => {
+    const a1 = cluster.sae('A', 'a1');
+    const dbB = cluster.sites.B!.service.store;
+    const before = { a: await rowCount(dbA), b: await dbB.countAll() };
+    for (const extra of [['ghost'], ['b1', 'ghost'], ['c1']]) {
+      const res = await a1.call('POST', '/api/v1/keys/B/enc_keys', { number: 2, additional_slave_SAE_IDs: extra });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect((res.body as { message: string }).message).toMatch(/additional_slave_SAE_IDs/);
+    }
+    expect({ a: await rowCount(dbA), b: await dbB.countAll() }).toEqual(before);
+    // max_SAE_ID_count says how many a request may name: the SAEs known at A for the slave's site.
+    expect((await a1.status('B')).max_SAE_ID_count).toBe(2); // b1, b2
+    expect((await a1.status('b1')).max_SAE_ID_count).toBe(1); // b2
+    expect((await a1.status('C')).max_SAE_ID_count).toBe(1); // c1
+    expect((await a1.status('D')).max_SAE_ID_count).toBe(0); // none: no multicast to D
+  });
+
+  it('POST enc_keys with Content-Type: application/json and an empty body is a request with no options', async () => {
+    const res = await cluster.sae('A', 'a1').call('POST', '/api/v1/keys/B/enc_keys', '');
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const keys = (res.body as { keys: Array<{ key_ID: string; key: string }> }).keys;
+    expect(keys).toHaveLength(1);
+    expect(Buffer.from(keys[0]!.key, 'base64')).toHaveLength(32);
+    expect(await cluster.sae('B', 'b1').decKeys('A', [keys[0]!.key_ID])).toEqual(keys);
+    // A framework refusal (malformed JSON) says what is wrong, without the framework's codes.
+    const bad = await cluster.sae('A', 'a1').call('POST', '/api/v1/keys/B/enc_keys', '{"number":');
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ details: [] });
+    expect(JSON.stringify(bad.body)).not.toMatch(/FST_/);
   });
 
   it('a dec_keys request with one unknown key retrieves none of them', async () => {
@@ -358,14 +465,14 @@ describeEachEngine('kme cluster of three sites', (engine) => {
   it('peer down during enc_keys: 503 and no key left behind at either site', async () => {
     const cfgC = cluster.sites.C!.config;
     const atA = await rowCount(dbA, "peer = 'C'");
-    const atC = (await cluster.sae('C', 'c1').status('A')).stored_key_count;
+    const atC = (await cluster.sae('C', 'c1').status('A')).status_extension;
     await cluster.stop('C');
     const a1 = cluster.sae('A', 'a1');
     const e = await expectEtsiError(a1.encKeys('C', { number: 3 }), 503);
     expect(e.message).toMatch(/C/);
     expect(await rowCount(dbA, "peer = 'C'")).toBe(atA);
     await cluster.start('C', cfgC);
-    expect((await cluster.sae('C', 'c1').status('A')).stored_key_count).toBe(atC);
+    expect((await cluster.sae('C', 'c1').status('A')).status_extension).toEqual(atC);
     // And the link works again.
     const [k] = await a1.encKeys('C');
     expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
@@ -407,9 +514,10 @@ describeEachEngine('kme cluster of three sites', (engine) => {
   it('store full at the peer: 503 and nothing stored at either end', async () => {
     const a1 = cluster.sae('A', 'a1');
     const before = await rowCount(dbA, "peer = 'C'");
+    const atC = await cluster.sae('C', 'c1').status('A');
     await expectEtsiError(a1.encKeys('C', { number: 41 }), 503);
     expect(await rowCount(dbA, "peer = 'C'")).toBe(before);
-    expect((await cluster.sae('C', 'c1').status('A')).stored_key_count).toBe(before);
+    expect(await cluster.sae('C', 'c1').status('A')).toEqual(atC);
   });
 
   it('no client certificate, an expired one, or one from another CA: refused at the handshake', async () => {
@@ -521,7 +629,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     const url = await second.start();
     const client = new EtsiClient({ url, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });
     try {
-      const [k] = await cluster.sae('A', 'a1').encKeys('B');
+      // B's key for A, stored through the first instance, retrieved through the second.
+      const [k] = await cluster.sae('B', 'b1').encKeys('A');
       expect(await client.decKeys('B', [k!.key_ID])).toEqual([k]);
       const [k2] = await client.encKeys('B');
       expect(await cluster.sae('B', 'b1').decKeys('A', [k2!.key_ID])).toEqual([k2]);

@@ -10,7 +10,7 @@ import { unavailable } from './errors.js';
 import type { GroupCommit } from './group-commit.js';
 import type { NoticeSender } from './notices.js';
 import { PeerCallError, type PeerClient } from './peer-client.js';
-import { ACTIVE, type KeyRow, type KeyStore } from './store.js';
+import { ANSWERING, type KeyRow, type KeyStore } from './store.js';
 
 /** One key's metadata as it crosses the link (never the key itself). */
 export interface WireKey {
@@ -120,10 +120,11 @@ export class LinkSender {
       return;
     }
 
-    // Phase 3: active here; only now do the callers get their keys.
+    // Phase 3: the peer holds them; only now do the callers get their keys. ANSWERING until
+    // the answer has left (KmeService settles them then, or maintenance after a crash).
     delivered();
     try {
-      await this.writes.run((tx) => this.store.setState(tx, ids, ACTIVE));
+      await this.writes.run((tx) => this.store.setState(tx, ids, ANSWERING));
     } catch (err) {
       this.log.error({ err: (err as Error).message, peer: this.peer.peerId }, 'kme: activating keys failed');
       await this.abandon(ids, true);

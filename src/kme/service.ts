@@ -7,16 +7,16 @@ import { randomUUID } from 'node:crypto';
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
 import { deriveKey, SEED_BYTES, suiteFor } from './derive.js';
-import { badRequest, EtsiError, unauthorized, unavailable } from './errors.js';
+import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
 import { silentLogger, type Logger } from './logger.js';
 import { NoticeSender } from './notices.js';
 import { PeerClient, type PeerTls } from './peer-client.js';
-import { isKeyId, type EncKeysRequest, type Limits } from './requests.js';
+import { isKeyId, type EncKeysRequest, type KeyIdItem, type Limits } from './requests.js';
 import { SeedUnavailableError, type SeedSource } from './seed-source.js';
 import type { SiteKey } from './site-key.js';
-import { ACTIVE, ANY_SAE, KeyStore, type KeyRow } from './store.js';
+import { ACTIVE, ANSWERING, ANY_SAE, KeyStore, PENDING, type KeyRow } from './store.js';
 
 export interface KmeServiceOptions extends Limits {
   id: string;
@@ -24,6 +24,8 @@ export interface KmeServiceOptions extends Limits {
   saes: Record<string, string>;
   maxKeyCount: number;
   keyTtlSeconds: number;
+  /** How long a peer keeps keys whose enc_keys answer a crash may have lost (see maintain). */
+  orphanKeyTtlSeconds: number;
   peerTimeoutMs: number;
   tls: PeerTls;
   store: KeyStore;
@@ -41,6 +43,13 @@ export interface KeyContainer {
   keys: KeyItem[];
 }
 
+/** New keys for an enc_keys answer, and what the HTTP layer reports once it has been sent. */
+export interface IssuedKeys {
+  container: KeyContainer;
+  /** `written`: the whole answer left this process (false: the connection closed first). */
+  settle(written: boolean): void;
+}
+
 export interface StatusReply {
   source_KME_ID: string;
   target_KME_ID: string;
@@ -53,6 +62,8 @@ export interface StatusReply {
   max_key_size: number;
   min_key_size: number;
   max_SAE_ID_count: number;
+  /** `link_keys_held`: keys of the link held at this site now, in both directions. */
+  status_extension: { link_keys_held: number };
 }
 
 /** The other end of a request path `{id}`: a site, and the SAE when `{id}` named one. */
@@ -77,6 +88,8 @@ export class KmeService {
   private readonly suites = new Map<string, string>();
   private readonly psks = new Map<string, Buffer | undefined>();
   private readonly counts = new Map<string, { n: number; at: number }>();
+  /** Keys whose enc_keys answer this process is writing: maintenance leaves them alone. */
+  private readonly answering = new Set<string>();
 
   constructor(private readonly opts: KmeServiceOptions) {
     this.id = opts.id;
@@ -126,24 +139,58 @@ export class KmeService {
 
   // ---- status -----------------------------------------------------------------------
 
+  /**
+   * ETSI §6.1 Table 9. Keys are made on request, so "the number of stored keys the KME can
+   * deliver" is what enc_keys can still issue on the link before its store is full:
+   * max_key_count minus the keys of the link held here (reported as link_keys_held).
+   */
   async status(caller: CertIdentity, id: string): Promise<StatusReply> {
     const sae = this.localSae(caller);
     const target = this.resolveTarget(id);
-    const stored = await this.store.countLink(this.id, target.site);
-    this.counts.set(target.site, { n: stored, at: Date.now() });
+    const held = await this.store.countLink(this.id, target.site);
+    this.counts.set(target.site, { n: held, at: Date.now() });
     return {
       source_KME_ID: this.id,
       target_KME_ID: target.site,
       master_SAE_ID: sae,
       slave_SAE_ID: target.sae ?? id,
       key_size: this.opts.keySize,
-      stored_key_count: stored,
+      stored_key_count: Math.max(0, this.opts.maxKeyCount - held),
       max_key_count: this.opts.maxKeyCount,
       max_key_per_request: this.opts.maxKeyPerRequest,
       max_key_size: this.opts.maxKeySize,
       min_key_size: this.opts.minKeySize,
-      max_SAE_ID_count: this.opts.maxSaeIdCount,
+      max_SAE_ID_count: this.multicastLimit(target),
+      status_extension: { link_keys_held: held },
     };
+  }
+
+  /**
+   * Additional slave SAEs a request to `target` may name: SAEs registered in `kme.saes` to
+   * the target's site (other than the slave in the path), at most maxSaeIdCount. Keys are
+   * shared with one other site only (docs/kme.md, "Multicast"), so SAEs of a third site
+   * never count.
+   */
+  private multicastLimit(target: Target): number {
+    const candidates = Object.entries(this.opts.saes).filter(([sae, site]) => site === target.site && sae !== target.sae).length;
+    return Math.min(this.opts.maxSaeIdCount, candidates);
+  }
+
+  /** The slave SAEs of a new key: the path's SAE (if any) and every additional one, all of the target's site. */
+  private slavesFor(target: Target, additional: readonly string[]): string[] {
+    const refused: Array<Record<string, unknown>> = [];
+    for (const extra of additional) {
+      const site = this.opts.saes[extra];
+      if (site === undefined) {
+        refused.push({ additional_slave_SAE_ID: extra, problem: `not an SAE known to this KME (add it to kme.saes with its site '${target.site}')` });
+      } else if (site !== target.site) {
+        refused.push({ additional_slave_SAE_ID: extra, problem: `belongs to site '${site}'; keys are shared with one site, here '${target.site}'` });
+      }
+    }
+    if (refused.length > 0) {
+      throw badRequest(`additional_slave_SAE_IDs must name SAEs of the slave's site '${target.site}'`, refused);
+    }
+    return [...new Set([...(target.sae ? [target.sae] : []), ...additional])];
   }
 
   // ---- capacity ---------------------------------------------------------------------
@@ -168,16 +215,10 @@ export class KmeService {
 
   // ---- enc_keys ---------------------------------------------------------------------
 
-  async encKeys(caller: CertIdentity, id: string, req: EncKeysRequest): Promise<KeyContainer> {
+  async encKeys(caller: CertIdentity, id: string, req: EncKeysRequest): Promise<IssuedKeys> {
     const owner = this.localSae(caller);
     const target = this.resolveTarget(id);
-    for (const extra of req.additionalSlaveSaeIds) {
-      const site = this.opts.saes[extra];
-      if (site !== undefined && site !== target.site) {
-        throw badRequest(`additional slave SAE '${extra}' belongs to site '${site}', not to '${target.site}'`, [{ additional_slave_SAE_ID: extra }]);
-      }
-    }
-    const slaves = [...new Set([...(target.sae ? [target.sae] : []), ...req.additionalSlaveSaeIds])];
+    const slaves = this.slavesFor(target, req.additionalSlaveSaeIds);
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
@@ -224,7 +265,8 @@ export class KmeService {
         created,
         expires,
         digest: this.digest(w),
-        key_enc: this.opts.siteKey.seal(key, this.aad(keyId, this.id, target.site)),
+        // The origin never serves the key again (§5.3): it keeps the metadata, not the key.
+        key_enc: Buffer.alloc(0),
       });
       keys.push({ key_ID: keyId, key: key.toString('base64') });
       key.fill(0);
@@ -238,7 +280,41 @@ export class KmeService {
       throw err;
     }
     this.log.info({ op: 'enc_keys', sae: owner, peer: target.site, number: req.number, size: req.size }, 'kme: keys created');
-    return { keys };
+    const ids = rows.map((r) => r.key_id);
+    for (const k of ids) this.answering.add(k);
+    let settled = false;
+    return {
+      container: { keys },
+      settle: (written) => {
+        if (settled) return;
+        settled = true;
+        void this.settle(target.site, ids, written);
+      },
+    };
+  }
+
+  /**
+   * After an enc_keys answer: written whole, the origin's rows have served their purpose and
+   * go; cut off before the end, the client cannot have its keys, so the peer is told to
+   * cancel them. Either change is an ordinary group-commit operation nobody waits for.
+   */
+  private async settle(peer: string, ids: string[], written: boolean): Promise<void> {
+    try {
+      await this.writes.run(async (tx) => {
+        await this.store.deleteKeys(tx, ids, ' AND state = $1', [ANSWERING]);
+        if (!written) await this.notices.enqueue(tx, peer, 'cancel', ids);
+      });
+      this.release(peer, ids.length);
+      if (!written) {
+        this.notices.kick(peer);
+        this.log.warn({ op: 'enc_keys', peer, keys: ids.length }, 'kme: answer not delivered to the SAE; keys cancelled');
+      }
+    } catch (err) {
+      // Maintenance settles the rows later, as after a crash.
+      this.log.error({ err: (err as Error).message }, 'kme: could not settle answered keys now');
+    } finally {
+      for (const k of ids) this.answering.delete(k);
+    }
   }
 
   private aad(keyId: string, origin: string, peer: string): Buffer {
@@ -254,38 +330,41 @@ export class KmeService {
 
   // ---- dec_keys ---------------------------------------------------------------------
 
-  async decKeys(caller: CertIdentity, id: string, keyIds: string[]): Promise<KeyContainer> {
+  async decKeys(caller: CertIdentity, id: string, items: KeyIdItem[]): Promise<KeyContainer> {
     const sae = this.localSae(caller);
     const target = this.resolveTarget(id);
+    const keyIds = items.map((i) => i.keyId);
     const now = Date.now();
     const origins = new Map<string, string[]>();
 
     const rows = await this.writes.run(async (tx) => {
       origins.clear();
       const found = await this.store.getKeys(tx, keyIds);
-      const byId = new Map(found.filter((r) => r.state === ACTIVE && r.expires > now).map((r) => [r.key_id, r]));
-      const missing = keyIds.filter((k) => !byId.has(k));
-      if (missing.length > 0) {
-        throw badRequest(`unknown key_ID${missing.length > 1 ? 's' : ''}`, missing.map((key_ID) => ({ key_ID, problem: 'unknown' })));
-      }
-      const refused: Array<Record<string, unknown>> = [];
-      for (const keyId of keyIds) {
-        const row = byId.get(keyId)!;
-        const problem = this.mayRetrieve(row, sae, target);
-        if (problem) refused.push({ key_ID: keyId, problem });
-      }
-      if (refused.length > 0) throw unauthorized('not authorised for the requested key', refused);
+      // Only keys delivered here are served: the origin's SAE had its key in the enc_keys answer.
+      const byId = new Map(found.filter((r) => r.peer === this.id && r.state === ACTIVE && r.expires > now).map((r) => [r.key_id, r]));
+      // A key made by another master than the path (or the item's master_SAE_ID) names is
+      // "not found", word for word as an unknown one: the answer must not reveal that it exists.
+      const notFound = items.filter((item) => {
+        const row = byId.get(item.keyId);
+        return !row || !this.madeBy(row, target, item.master);
+      });
+      if (notFound.length > 0) throw badRequest(ETSI_MESSAGES.keysNotFound, notFound.map((i) => ({ key_ID: i.keyId })));
+      // §5.4: a caller that is not a slave SAE of the key is refused with 401.
+      const refused = keyIds.filter((k) => {
+        const waiting = byId.get(k)!.waiting;
+        return waiting !== ANY_SAE && !waiting.split(',').includes(sae);
+      });
+      if (refused.length > 0) throw unauthorized('not authorised for the requested key', refused.map((key_ID) => ({ key_ID, problem: 'the key is not meant for this SAE' })));
 
       for (const keyId of keyIds) {
         const row = byId.get(keyId)!;
-        if (row.origin === this.id) continue; // the origin keeps its copy until the peer reports retrieval
         const remaining = row.waiting === ANY_SAE ? [] : row.waiting.split(',').filter((s) => s !== sae);
         const changed =
           remaining.length === 0
             ? await tx.execute('DELETE FROM kme_keys WHERE key_id = $1 AND waiting = $2', [keyId, row.waiting])
             : await tx.execute('UPDATE kme_keys SET waiting = $1 WHERE key_id = $2 AND waiting = $3', [remaining.join(','), keyId, row.waiting]);
         // Another request retrieved it first (exactly once): refuse the whole request.
-        if (changed !== 1) throw badRequest('unknown key_ID', [{ key_ID: keyId, problem: 'already retrieved' }]);
+        if (changed !== 1) throw badRequest(ETSI_MESSAGES.keysNotFound, [{ key_ID: keyId }]);
         if (remaining.length === 0) {
           const list = origins.get(row.origin) ?? [];
           list.push(keyId);
@@ -311,22 +390,11 @@ export class KmeService {
     };
   }
 
-  /** Why `sae` (of this site) may not retrieve `row` through path `{id}` = target, or null. */
-  private mayRetrieve(row: KeyRow, sae: string, target: Target): string | null {
-    if (row.origin === this.id) {
-      // At the origin: only the SAE that created it, naming the key's peer site (or one of its SAEs).
-      if (row.owner !== sae) return 'only the SAE that created this key may retrieve it here';
-      if (row.peer !== target.site) return `the key is not shared with '${target.sae ?? target.site}'`;
-      return null;
-    }
-    if (row.peer === this.id) {
-      // At the peer: the SAEs of this site the key was meant for, naming its origin (site or master SAE).
-      if (row.origin !== target.site) return `the key was not made by '${target.sae ?? target.site}'`;
-      if (target.sae !== undefined && target.sae !== row.owner) return `the key was not made by '${target.sae}'`;
-      if (row.waiting !== ANY_SAE && !row.waiting.split(',').includes(sae)) return 'the key is not meant for this SAE';
-      return null;
-    }
-    return 'the key does not belong to this site';
+  /** Whether a key delivered here was made at the path's site (and by its SAE, or the item's master SAE, when named). */
+  private madeBy(row: KeyRow, target: Target, master: string | undefined): boolean {
+    if (row.origin !== target.site) return false;
+    if (target.sae !== undefined && target.sae !== row.owner) return false;
+    return master === undefined || master === row.owner;
   }
 
   // ---- inter-KME --------------------------------------------------------------------
@@ -446,27 +514,51 @@ export class KmeService {
     return { removed: n };
   }
 
+  /**
+   * Peer side: the origin crashed while answering enc_keys for these keys, so their master
+   * SAE may never have had them. Keep them only `orphanKeyTtlSeconds` (a slave that does
+   * hold the ID still has that long), instead of letting unclaimable keys fill the link.
+   */
+  async orphaned(caller: CertIdentity, body: unknown): Promise<{ shortened: number }> {
+    const origin = this.callerKme(caller);
+    const ids = this.parseIdList(body);
+    const until = Date.now() + this.opts.orphanKeyTtlSeconds * 1000;
+    const n = await this.writes.run((tx) => this.store.shortenLife(tx, ids, until, origin, this.id));
+    if (n > 0) this.log.info({ op: 'orphaned', peer: origin, keys: n }, 'kme: keys whose answer the origin may have lost expire soon');
+    return { shortened: n };
+  }
+
   // ---- maintenance ------------------------------------------------------------------
 
-  /** Expiry, abandoned pending keys (a crash mid-delivery), and notices still owed to peers. */
+  /**
+   * Expiry, what a crash of this origin left unsettled, and notices still owed to peers.
+   * A PENDING key's answer was never sent: the peer cancels it. An ANSWERING key's answer
+   * may or may not have reached its SAE: the peer keeps it `orphanKeyTtlSeconds` only.
+   * Keys whose answer this process is still writing are left alone.
+   */
   async maintain(now = Date.now()): Promise<void> {
     const expired = await this.store.sweepExpired(now);
     if (expired > 0) {
       this.counts.clear();
       this.log.info({ op: 'expire', keys: expired }, 'kme: expired keys removed');
     }
-    const stale = await this.store.stalePending(this.id, now - 2 * this.opts.peerTimeoutMs - 5000);
+    const stale = (await this.store.unsettled(this.id, now - 2 * this.opts.peerTimeoutMs - 5000)).filter((r) => !this.answering.has(r.key_id));
     if (stale.length > 0) {
-      const byPeer = new Map<string, string[]>();
-      for (const s of stale) byPeer.set(s.peer, [...(byPeer.get(s.peer) ?? []), s.key_id]);
+      const groups = new Map<string, { peer: string; state: number; ids: string[] }>();
+      for (const r of stale) {
+        const k = `${r.state}\n${r.peer}`;
+        if (!groups.has(k)) groups.set(k, { peer: r.peer, state: r.state, ids: [] });
+        groups.get(k)!.ids.push(r.key_id);
+      }
       await this.store.db.transaction(async (tx) => {
-        for (const [peer, ids] of byPeer) {
-          await this.store.deleteKeys(tx, ids, ' AND state = 0');
-          await this.notices.enqueue(tx, peer, 'cancel', ids);
+        for (const { peer, state, ids } of groups.values()) {
+          await this.store.deleteKeys(tx, ids, ' AND state = $1', [state]);
+          await this.notices.enqueue(tx, peer, state === PENDING ? 'cancel' : 'orphaned', ids);
         }
       });
       this.counts.clear();
-      this.log.warn({ op: 'abandon', keys: stale.length }, 'kme: unfinished deliveries removed and cancelled');
+      const unsent = stale.filter((r) => r.state === PENDING).length;
+      this.log.warn({ op: 'abandon', cancelled: unsent, orphaned: stale.length - unsent }, 'kme: deliveries a crash left unsettled were cancelled or orphaned at the peer');
     }
     await this.notices.kickAll();
   }

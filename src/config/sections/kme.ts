@@ -37,6 +37,8 @@ export interface KmeConfig {
   maxSaeIdCount: number;
   /** Lifetime of a stored key. */
   keyTtlSeconds: number;
+  /** Lifetime at the peer of keys whose enc_keys answer a crash of the origin may have lost. */
+  orphanKeyTtlSeconds: number;
   /** How long enc_keys waits for the peer to store a delivery. */
   peerTimeoutMs: number;
   /** Period of the expiry sweep and of retrying notices to peers. */
@@ -55,6 +57,7 @@ export const KME_DEFAULTS = {
   maxKeyCount: 100_000,
   maxSaeIdCount: 8,
   keyTtlSeconds: 86_400,
+  orphanKeyTtlSeconds: 300,
   peerTimeoutMs: 5_000,
   maintenanceSeconds: 5,
 };
@@ -96,7 +99,8 @@ function checkKnown(o: Obj, known: readonly string[], at: string): void {
 
 const KNOWN = [
   'enabled', 'id', 'listen', 'tls', 'storage', 'siteKeyFile', 'peers', 'saes', 'seedSource', 'entropyApi', 'keySize', 'minKeySize',
-  'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'peerTimeoutMs', 'maintenanceSeconds',
+  'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'orphanKeyTtlSeconds', 'peerTimeoutMs',
+  'maintenanceSeconds',
 ] as const;
 
 /** Validates the `kme` section (raw JSON) and fills defaults. */
@@ -199,6 +203,7 @@ export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
     maxKeyCount: int(raw, 'maxKeyCount', at, KME_DEFAULTS.maxKeyCount, 1, 1_000_000_000),
     maxSaeIdCount: int(raw, 'maxSaeIdCount', at, KME_DEFAULTS.maxSaeIdCount, 0, 1000),
     keyTtlSeconds: int(raw, 'keyTtlSeconds', at, KME_DEFAULTS.keyTtlSeconds, 1, 10 * 365 * 86_400),
+    orphanKeyTtlSeconds: int(raw, 'orphanKeyTtlSeconds', at, KME_DEFAULTS.orphanKeyTtlSeconds, 1, 10 * 365 * 86_400),
     peerTimeoutMs: int(raw, 'peerTimeoutMs', at, KME_DEFAULTS.peerTimeoutMs, 100, 600_000),
     maintenanceSeconds: int(raw, 'maintenanceSeconds', at, KME_DEFAULTS.maintenanceSeconds, 1, 3600),
   };
