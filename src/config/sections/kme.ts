@@ -1,6 +1,7 @@
 // The `kme` section of qentropy.json: one site of a key distribution cluster (docs/kme.md).
 // Validation names the key and the problem ("kme.peers.B.url: must be an https:// URL").
 import { isValidId } from '../../pki/identity.js';
+import type { PathKeys } from '../paths.js';
 
 export type KmeSeedSourceKind = 'pool' | 'entropy-api' | 'system';
 
@@ -60,6 +61,18 @@ export const KME_DEFAULTS = {
   orphanKeyTtlSeconds: 300,
   peerTimeoutMs: 5_000,
   maintenanceSeconds: 5,
+};
+
+/** Keys holding files (relative ones in a config file are beside the file). */
+export const KME_PATHS: PathKeys = {
+  'tls.cert': 'file',
+  'tls.key': 'file',
+  'tls.ca': 'file',
+  storage: 'storage-url',
+  siteKeyFile: 'file',
+  'peers.*.pskFile': 'file',
+  'entropyApi.tokenFile': 'file',
+  'entropyApi.caFile': 'file',
 };
 
 export class KmeConfigError extends Error {
