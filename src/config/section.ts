@@ -38,15 +38,15 @@ export interface ConfigSection<T> {
  */
 export function sectionFromParser<T, A>(
   key: string,
-  parse: (raw: unknown, at: string) => T,
+  parse: (raw: unknown, at: string, context: SectionContext) => T,
   absent: A,
 ): ConfigSection<T | A> {
   return {
     key,
-    validate(node) {
+    validate(node, context) {
       if (!node.present) return absent;
       try {
-        return parse(node.value, node.path);
+        return parse(node.value, node.path, context);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         // The parser's message already starts with the key path.

@@ -1,7 +1,10 @@
 // The `kme` section of qentropy.json: one site of a key distribution cluster (docs/kme.md).
 // Validation names the key and the problem ("kme.peers.B.url: must be an https:// URL").
+import path from 'node:path';
+
 import { isValidId } from '../../pki/identity.js';
 import type { PathKeys } from '../paths.js';
+import type { EnvValueType, SectionContext } from '../section.js';
 
 export type KmeSeedSourceKind = 'pool' | 'entropy-api' | 'system';
 
@@ -49,7 +52,8 @@ export interface KmeConfig {
 export const KME_DEFAULTS = {
   enabled: false,
   listen: { host: '0.0.0.0', port: 8443 },
-  siteKeyFile: '/var/lib/qentropy/kme-site.key',
+  /** Under the daemon's stateDir (default /var/lib/qentropy). */
+  siteKeyFile: 'kme-site.key',
   seedSource: 'pool' as KmeSeedSourceKind,
   keySize: 256,
   minKeySize: 64,
@@ -73,6 +77,15 @@ export const KME_PATHS: PathKeys = {
   'peers.*.pskFile': 'file',
   'entropyApi.tokenFile': 'file',
   'entropyApi.caFile': 'file',
+};
+
+/** Keys `QENTROPY_KME_*` variables may set (e.g. QENTROPY_KME_LISTEN_PORT). */
+export const KME_ENV: Readonly<Record<string, EnvValueType>> = {
+  enabled: 'boolean',
+  'listen.host': 'string',
+  'listen.port': 'integer',
+  storage: 'string',
+  siteKeyFile: 'string',
 };
 
 export class KmeConfigError extends Error {
@@ -117,7 +130,7 @@ const KNOWN = [
 ] as const;
 
 /** Validates the `kme` section (raw JSON) and fills defaults. */
-export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
+export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext = { stateDir: '/var/lib/qentropy' }): KmeConfig {
   if (!isObj(raw)) throw new KmeConfigError(at, 'must be an object');
   checkKnown(raw, KNOWN, at);
   const enabled = raw.enabled === undefined ? true : raw.enabled;
@@ -204,7 +217,7 @@ export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
     listen,
     tls,
     ...(storage !== undefined ? { storage } : {}),
-    siteKeyFile: str(raw, 'siteKeyFile', at, KME_DEFAULTS.siteKeyFile),
+    siteKeyFile: str(raw, 'siteKeyFile', at, path.join(context.stateDir, KME_DEFAULTS.siteKeyFile)),
     peers,
     saes,
     seedSource,
