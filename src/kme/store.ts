@@ -45,7 +45,7 @@ export const ANSWERING = 2;
 /**
  * `waiting` at the peer: '*' = any one SAE of the peer site may retrieve it once;
  * otherwise the comma-separated SAE IDs that have not yet retrieved it. At the origin it
- * is '' (the origin keeps the key for its owner until the peer reports it retrieved).
+ * is '' (the origin never serves its keys; it holds their metadata only while answering).
  */
 export const ANY_SAE = '*';
 
