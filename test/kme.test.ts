@@ -158,7 +158,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     pskFile = cluster.file('psk-A-C', Buffer.from(crypto.getRandomValues(new Uint8Array(32))));
     // Site A's store is the engine under test; B and C use their own SQLite files.
     dbA = await engine.open();
-    const saes = { b1: 'B', b2: 'B', c1: 'C' };
+    const saes = { a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
     await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64 }), dbA);
     await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' } }));
     await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40 }));
@@ -215,7 +215,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       max_key_per_request: 64,
       max_key_size: 4096,
       min_key_size: 64,
-      max_SAE_ID_count: 2, // b1 and b2 are the SAEs A knows at B
+      max_SAE_ID_count: 3, // b1, b2 and c1: the SAEs A knows at its peers
     });
     const held = (s: Record<string, unknown>): number => (s.status_extension as { link_keys_held: number }).link_keys_held;
     expect(before.stored_key_count).toBe(100_000 - held(before));
@@ -297,7 +297,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       ['POST', '/api/v1/keys/B/enc_keys', { size: 8192 }],
       ['POST', '/api/v1/keys/B/enc_keys', { number: 1, colour: 'red' }],
       ['POST', '/api/v1/keys/B/enc_keys', { extension_mandatory: [{ route_type: 'direct' }] }],
-      ['POST', '/api/v1/keys/B/enc_keys', { additional_slave_SAE_IDs: ['c1'] }],
+      ['POST', '/api/v1/keys/B/enc_keys', { additional_slave_SAE_IDs: ['ghost'] }],
       ['POST', '/api/v1/keys/B/enc_keys', [1, 2]],
       ['GET', '/api/v1/keys/B/enc_keys?number=1e3', undefined],
       ['GET', '/api/v1/keys/B/enc_keys?size=255', undefined],
@@ -372,21 +372,48 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     expect(await b1.decKeys('A', [keys[2]!.key_ID, keys[3]!.key_ID])).toEqual(keys.slice(2));
   });
 
-  it('additional_slave_SAE_IDs naming an unknown SAE or an SAE of a third site: 400, nothing stored at either site', async () => {
+  it('additional_slave_SAE_IDs naming an unknown SAE or an SAE of this site: 400, nothing stored at any site', async () => {
     const a1 = cluster.sae('A', 'a1');
-    const dbB = cluster.sites.B!.service.store;
-    const before = { a: await rowCount(dbA), b: await dbB.countAll() };
-    for (const extra of [['ghost'], ['b1', 'ghost'], ['c1']]) {
+    const held = async () => ({ a: await rowCount(dbA), b: await cluster.sites.B!.service.store.countAll(), c: await cluster.sites.C!.service.store.countAll() });
+    const before = await held();
+    for (const extra of [['ghost'], ['b1', 'ghost'], ['c1', 'ghost'], ['a2']]) {
       const res = await a1.call('POST', '/api/v1/keys/B/enc_keys', { number: 2, additional_slave_SAE_IDs: extra });
       expect(res.status, JSON.stringify(res.body)).toBe(400);
       expect((res.body as { message: string }).message).toMatch(/additional_slave_SAE_IDs/);
     }
-    expect({ a: await rowCount(dbA), b: await dbB.countAll() }).toEqual(before);
-    // max_SAE_ID_count says how many a request may name: the SAEs known at A for the slave's site.
-    expect((await a1.status('B')).max_SAE_ID_count).toBe(2); // b1, b2
-    expect((await a1.status('b1')).max_SAE_ID_count).toBe(1); // b2
-    expect((await a1.status('C')).max_SAE_ID_count).toBe(1); // c1
-    expect((await a1.status('D')).max_SAE_ID_count).toBe(0); // none: no multicast to D
+    expect(await held()).toEqual(before);
+    // max_SAE_ID_count says how many a request may name: the SAEs registered at A to its peers.
+    expect((await a1.status('B')).max_SAE_ID_count).toBe(3); // b1, b2, c1
+    expect((await a1.status('b1')).max_SAE_ID_count).toBe(2); // b2, c1
+  });
+
+  it('multicast to SAEs at B and at C (a PSK link): the same key at both sites, each named SAE gets it once', async () => {
+    const keys = await cluster.sae('A', 'a1').encKeys('b1', { number: 3, additionalSlaveSaeIds: ['b2', 'c1'] });
+    const ids = keys.map((k) => k.key_ID);
+    expect(await cluster.sae('C', 'c1').decKeys('A', ids)).toEqual(keys);
+    await expectEtsiError(cluster.sae('C', 'c1').decKeys('A', ids), 400);
+    expect(await cluster.sae('B', 'b1').decKeys('a1', ids)).toEqual(keys);
+    expect(await cluster.sae('B', 'b2').decKeys('A', ids)).toEqual(keys);
+    // With the site as path, any one SAE of B and the named SAE of C.
+    const [k] = await cluster.sae('A', 'a1').encKeys('B', { additionalSlaveSaeIds: ['c1'] });
+    expect(await cluster.sae('B', 'b2').decKeys('A', [k!.key_ID])).toEqual([k]);
+    expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('multicast is atomic: with C down, 503 and the key is at no site', async () => {
+    const cfgC = cluster.sites.C!.config;
+    const atB = await cluster.sites.B!.service.store.countAll();
+    const atA = await rowCount(dbA);
+    await cluster.stop('C');
+    try {
+      const e = await expectEtsiError(cluster.sae('A', 'a1').encKeys('B', { number: 2, additionalSlaveSaeIds: ['c1'] }), 503);
+      expect(JSON.stringify(e.body)).toMatch(/C/);
+      expect(await rowCount(dbA)).toBe(atA);
+      // B stored them in phase 2 and is told to cancel them.
+      await waitFor(async () => (await cluster.sites.B!.service.store.countAll()) === atB);
+    } finally {
+      await cluster.start('C', cfgC);
+    }
   });
 
   it('POST enc_keys with Content-Type: application/json and an empty body is a request with no options', async () => {

@@ -25,6 +25,8 @@ export interface WireKey {
   master_SAE_ID: string;
   /** Empty: any SAE of the peer site may retrieve the key (once). */
   slave_SAE_IDs: string[];
+  /** A key multicast to this site as a further one: key ⊕ this site's derivation, base64 (derive.ts). */
+  wrap?: string;
 }
 
 export interface DeliverReply {
@@ -134,17 +136,28 @@ export class LinkSender {
     batch.forEach((i) => i.resolve());
   }
 
-  /** Deletes the pending keys here and, when the peer may hold them, tells it to drop them. */
-  private async abandon(ids: string[], maybeDelivered: boolean): Promise<void> {
-    try {
-      await this.writes.run(async (tx) => {
-        await this.store.deleteKeys(tx, ids);
-        if (maybeDelivered) await this.notices.enqueue(tx, this.peer.peerId, 'cancel', ids);
-      });
-    } catch (err) {
-      // Maintenance removes stale pending keys and cancels them later.
-      this.log.error({ err: (err as Error).message }, 'kme: could not remove undelivered keys now');
-    }
-    if (maybeDelivered) this.notices.kick(this.peer.peerId);
+  private abandon(ids: string[], maybeDelivered: boolean): Promise<void> {
+    return abandonDelivery({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, ids, maybeDelivered ? [this.peer.peerId] : []);
   }
+}
+
+export interface DeliveryContext {
+  writes: GroupCommit;
+  store: KeyStore;
+  notices: NoticeSender;
+  log: Logger;
+}
+
+/** Deletes undelivered keys here and tells the sites that may hold them to drop them. */
+export async function abandonDelivery(ctx: DeliveryContext, ids: string[], maybeHeldBy: readonly string[]): Promise<void> {
+  try {
+    await ctx.writes.run(async (tx) => {
+      await ctx.store.deleteKeys(tx, ids);
+      for (const site of maybeHeldBy) await ctx.notices.enqueue(tx, site, 'cancel', ids);
+    });
+  } catch (err) {
+    // Maintenance removes stale pending keys and cancels them later.
+    ctx.log.error({ err: (err as Error).message }, 'kme: could not remove undelivered keys now');
+  }
+  for (const site of maybeHeldBy) ctx.notices.kick(site);
 }

@@ -6,11 +6,12 @@ import { randomUUID } from 'node:crypto';
 
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
-import { deriveKey, SEED_BYTES, suiteFor } from './derive.js';
+import { deriveKey, SEED_BYTES, suiteFor, wrapForSite } from './derive.js';
 import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
 import { silentLogger, type Logger } from './logger.js';
+import { MulticastSender } from './multicast.js';
 import { NoticeSender } from './notices.js';
 import { PeerClient, type PeerTls } from './peer-client.js';
 import { isKeyId, type EncKeysRequest, type KeyIdItem, type Limits } from './requests.js';
@@ -85,6 +86,7 @@ export class KmeService {
   private readonly log: Logger;
   private readonly peerClients = new Map<string, PeerClient>();
   private readonly senders = new Map<string, LinkSender>();
+  private readonly multicast: MulticastSender;
   private readonly suites = new Map<string, string>();
   private readonly psks = new Map<string, Buffer | undefined>();
   private readonly counts = new Map<string, { n: number; at: number }>();
@@ -104,6 +106,7 @@ export class KmeService {
       this.psks.set(peerId, peer.psk);
       this.suites.set(peerId, suiteFor(peer.psk));
     }
+    this.multicast = new MulticastSender({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, this.peerClients);
   }
 
   get limits(): Limits {
@@ -167,30 +170,36 @@ export class KmeService {
 
   /**
    * Additional slave SAEs a request to `target` may name: SAEs registered in `kme.saes` to
-   * the target's site (other than the slave in the path), at most maxSaeIdCount. Keys are
-   * shared with one other site only (docs/kme.md, "Multicast"), so SAEs of a third site
-   * never count.
+   * a peer site (other than the slave in the path), at most maxSaeIdCount.
    */
   private multicastLimit(target: Target): number {
-    const candidates = Object.entries(this.opts.saes).filter(([sae, site]) => site === target.site && sae !== target.sae).length;
+    const candidates = Object.entries(this.opts.saes).filter(([sae, site]) => this.peerClients.has(site) && sae !== target.sae).length;
     return Math.min(this.opts.maxSaeIdCount, candidates);
   }
 
-  /** The slave SAEs of a new key: the path's SAE (if any) and every additional one, all of the target's site. */
-  private slavesFor(target: Target, additional: readonly string[]): string[] {
+  /**
+   * The slave SAEs of a new key by site: the target's site first (with the path's SAE, if
+   * any), then every further site an additional slave SAE belongs to. Each additional SAE
+   * must be registered in `kme.saes` to a peer site; anything else is refused.
+   */
+  private slavesBySite(target: Target, additional: readonly string[]): Map<string, string[]> {
+    const bySite = new Map<string, string[]>([[target.site, target.sae ? [target.sae] : []]]);
     const refused: Array<Record<string, unknown>> = [];
     for (const extra of additional) {
       const site = this.opts.saes[extra];
-      if (site === undefined) {
-        refused.push({ additional_slave_SAE_ID: extra, problem: `not an SAE known to this KME (add it to kme.saes with its site '${target.site}')` });
-      } else if (site !== target.site) {
-        refused.push({ additional_slave_SAE_ID: extra, problem: `belongs to site '${site}'; keys are shared with one site, here '${target.site}'` });
+      if (site === undefined || !this.peerClients.has(site)) {
+        refused.push({
+          additional_slave_SAE_ID: extra,
+          problem: site === undefined ? 'not an SAE known to this KME (register it in kme.saes with its site)' : `an SAE of this site '${site}'`,
+        });
+        continue;
       }
+      const list = bySite.get(site) ?? [];
+      if (!list.includes(extra)) list.push(extra);
+      bySite.set(site, list);
     }
-    if (refused.length > 0) {
-      throw badRequest(`additional_slave_SAE_IDs must name SAEs of the slave's site '${target.site}'`, refused);
-    }
-    return [...new Set([...(target.sae ? [target.sae] : []), ...additional])];
+    if (refused.length > 0) throw badRequest('additional_slave_SAE_IDs must name SAEs of peer sites registered in kme.saes', refused);
+    return bySite;
   }
 
   // ---- capacity ---------------------------------------------------------------------
@@ -218,12 +227,14 @@ export class KmeService {
   async encKeys(caller: CertIdentity, id: string, req: EncKeysRequest): Promise<IssuedKeys> {
     const owner = this.localSae(caller);
     const target = this.resolveTarget(id);
-    const slaves = this.slavesFor(target, req.additionalSlaveSaeIds);
+    const slaves = this.slavesBySite(target, req.additionalSlaveSaeIds);
+    const further = [...slaves.keys()].filter((site) => site !== target.site);
+    const seedsPerKey = 1 + further.length;
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
     try {
-      seeds = await this.opts.seedSource.take(SEED_BYTES * req.number);
+      seeds = await this.opts.seedSource.take(SEED_BYTES * req.number * seedsPerKey);
     } catch (err) {
       this.release(target.site, req.number);
       if (err instanceof SeedUnavailableError) throw unavailable(`no entropy for new keys: ${err.message}`);
@@ -235,32 +246,43 @@ export class KmeService {
     const psk = this.psks.get(target.site);
     const suite = this.suites.get(target.site)!;
     const rows: KeyRow[] = [];
-    const wire: WireKey[] = [];
+    const wire = new Map<string, WireKey[]>([...slaves.keys()].map((site) => [site, []]));
     const keys: KeyItem[] = [];
     for (let i = 0; i < req.number; i++) {
       const keyId = randomUUID();
-      const seed = seeds.subarray(i * SEED_BYTES, (i + 1) * SEED_BYTES);
+      const seedAt = (j: number): Buffer => seeds.subarray((i * seedsPerKey + j) * SEED_BYTES, (i * seedsPerKey + j + 1) * SEED_BYTES);
+      const seed = seedAt(0);
       const meta = { keyId, size: req.size, origin: this.id, peer: target.site };
       const key = deriveKey(seed, psk, meta);
-      const w: WireKey = {
+      const metaFor = (site: string, siteSeed: Buffer): WireKey => ({
         key_ID: keyId,
         size: req.size,
-        seed: seed.toString('base64'),
+        seed: siteSeed.toString('base64'),
         origin: this.id,
-        peer: target.site,
+        peer: site,
         created,
-        suite,
+        suite: this.suites.get(site)!,
         master_SAE_ID: owner,
-        slave_SAE_IDs: slaves,
-      };
-      wire.push(w);
+        slave_SAE_IDs: slaves.get(site)!,
+      });
+      const w: WireKey = { ...metaFor(target.site, seed), suite };
+      wire.get(target.site)!.push(w);
+      further.forEach((site, j) => {
+        const siteSeed = seedAt(j + 1);
+        const pad = deriveKey(siteSeed, this.psks.get(site), { keyId, size: req.size, origin: this.id, peer: site });
+        const wrapped = wrapForSite(key, pad);
+        wire.get(site)!.push({ ...metaFor(site, siteSeed), wrap: wrapped.toString('base64') });
+        pad.fill(0);
+        wrapped.fill(0);
+      });
       rows.push({
         key_id: keyId,
         origin: this.id,
         peer: target.site,
         size: req.size,
         owner,
-        waiting: '',
+        // At the origin: the further sites a multicast key went to (they are told of a cancel too).
+        waiting: further.join(','),
         state: 0,
         created,
         expires,
@@ -274,7 +296,8 @@ export class KmeService {
     seeds.fill(0);
 
     try {
-      await this.senders.get(target.site)!.submit(rows, wire);
+      if (further.length === 0) await this.senders.get(target.site)!.submit(rows, wire.get(target.site)!);
+      else await this.multicast.submit(rows, wire);
     } catch (err) {
       this.release(target.site, req.number);
       throw err;
@@ -288,7 +311,7 @@ export class KmeService {
       settle: (written) => {
         if (settled) return;
         settled = true;
-        void this.settle(target.site, ids, written);
+        void this.settle([...slaves.keys()], ids, written);
       },
     };
   }
@@ -298,16 +321,16 @@ export class KmeService {
    * go; cut off before the end, the client cannot have its keys, so the peer is told to
    * cancel them. Either change is an ordinary group-commit operation nobody waits for.
    */
-  private async settle(peer: string, ids: string[], written: boolean): Promise<void> {
+  private async settle(sites: string[], ids: string[], written: boolean): Promise<void> {
     try {
       await this.writes.run(async (tx) => {
         await this.store.deleteKeys(tx, ids, ' AND state = $1', [ANSWERING]);
-        if (!written) await this.notices.enqueue(tx, peer, 'cancel', ids);
+        if (!written) for (const site of sites) await this.notices.enqueue(tx, site, 'cancel', ids);
       });
-      this.release(peer, ids.length);
+      this.release(sites[0]!, ids.length);
       if (!written) {
-        this.notices.kick(peer);
-        this.log.warn({ op: 'enc_keys', peer, keys: ids.length }, 'kme: answer not delivered to the SAE; keys cancelled');
+        for (const site of sites) this.notices.kick(site);
+        this.log.warn({ op: 'enc_keys', peers: sites, keys: ids.length }, 'kme: answer not delivered to the SAE; keys cancelled');
       }
     } catch (err) {
       // Maintenance settles the rows later, as after a crash.
@@ -324,7 +347,7 @@ export class KmeService {
   /** A keyed fingerprint of a delivery, to tell a harmless retry from a conflicting one. */
   private digest(w: WireKey): string {
     return this.opts.siteKey.mac(
-      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs]),
+      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs, w.wrap ?? null]),
     );
   }
 
@@ -428,8 +451,11 @@ export class KmeService {
     if (new Set(wire.map((w) => w.key_ID)).size !== wire.length) throw badRequest('duplicate key_ID in the delivery');
     const rows: KeyRow[] = wire.map((w) => {
       const seed = Buffer.from(w.seed, 'base64');
-      const key = deriveKey(seed, psk, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
+      const derived = deriveKey(seed, psk, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
       seed.fill(0);
+      // A key multicast to this site as a further one arrives wrapped with this link's derivation.
+      const key = w.wrap === undefined ? derived : wrapForSite(Buffer.from(w.wrap, 'base64'), derived);
+      if (key !== derived) derived.fill(0);
       const sealed = this.opts.siteKey.seal(key, this.aad(w.key_ID, w.origin, w.peer));
       key.fill(0);
       return {
@@ -488,6 +514,9 @@ export class KmeService {
     if (!Array.isArray(w.slave_SAE_IDs) || !w.slave_SAE_IDs.every((s) => typeof s === 'string' && isValidId(s))) {
       throw bad('slave_SAE_IDs must be an array of SAE IDs');
     }
+    if (w.wrap !== undefined && (typeof w.wrap !== 'string' || Buffer.from(w.wrap, 'base64').length !== w.size / 8)) {
+      throw bad('wrap must be the key size, base64');
+    }
     return { ...(w as WireKey), key_ID: w.key_ID.toLowerCase() };
   }
 
@@ -544,17 +573,18 @@ export class KmeService {
     }
     const stale = (await this.store.unsettled(this.id, now - 2 * this.opts.peerTimeoutMs - 5000)).filter((r) => !this.answering.has(r.key_id));
     if (stale.length > 0) {
-      const groups = new Map<string, { peer: string; state: number; ids: string[] }>();
+      // Every site a key went to hears of it: its peer, and the further sites of a multicast key.
+      const groups = new Map<string, { site: string; state: number; ids: string[] }>();
       for (const r of stale) {
-        const k = `${r.state}\n${r.peer}`;
-        if (!groups.has(k)) groups.set(k, { peer: r.peer, state: r.state, ids: [] });
-        groups.get(k)!.ids.push(r.key_id);
+        for (const site of [r.peer, ...r.waiting.split(',').filter(Boolean)]) {
+          const k = `${r.state}\n${site}`;
+          if (!groups.has(k)) groups.set(k, { site, state: r.state, ids: [] });
+          groups.get(k)!.ids.push(r.key_id);
+        }
       }
       await this.store.db.transaction(async (tx) => {
-        for (const { peer, state, ids } of groups.values()) {
-          await this.store.deleteKeys(tx, ids, ' AND state = $1', [state]);
-          await this.notices.enqueue(tx, peer, state === PENDING ? 'cancel' : 'orphaned', ids);
-        }
+        await this.store.deleteKeys(tx, stale.map((r) => r.key_id), ' AND state IN ($1, $2)', [PENDING, ANSWERING]);
+        for (const { site, state, ids } of groups.values()) await this.notices.enqueue(tx, site, state === PENDING ? 'cancel' : 'orphaned', ids);
       });
       this.counts.clear();
       const unsent = stale.filter((r) => r.state === PENDING).length;

@@ -44,8 +44,9 @@ export const ANSWERING = 2;
 
 /**
  * `waiting` at the peer: '*' = any one SAE of the peer site may retrieve it once;
- * otherwise the comma-separated SAE IDs that have not yet retrieved it. At the origin it
- * is '' (the origin never serves its keys; it holds their metadata only while answering).
+ * otherwise the comma-separated SAE IDs that have not yet retrieved it. At the origin (which
+ * never serves its keys and holds their metadata only while answering) it lists the further
+ * sites of a multicast key, '' for a key of one link.
  */
 export const ANY_SAE = '*';
 
@@ -212,8 +213,8 @@ export class KeyStore {
    * Keys this site originated, made before `before`, still PENDING (a delivery that never
    * finished) or ANSWERING (an answer whose fate is unknown): what a crash left behind.
    */
-  async unsettled(origin: string, before: number): Promise<Array<{ key_id: string; peer: string; state: number }>> {
-    return this.db.query('SELECT key_id, peer, state FROM kme_keys WHERE origin = $1 AND state IN ($2, $3) AND created < $4', [
+  async unsettled(origin: string, before: number): Promise<Array<{ key_id: string; peer: string; waiting: string; state: number }>> {
+    return this.db.query('SELECT key_id, peer, waiting, state FROM kme_keys WHERE origin = $1 AND state IN ($2, $3) AND created < $4', [
       origin,
       PENDING,
       ANSWERING,
