@@ -505,6 +505,68 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
   });
 
+  it('an SAE that hangs up before its keys are answered: the peer is told to cancel them', async () => {
+    // A second instance of A reaches B through a proxy that holds each chunk 300 ms, so the
+    // client is gone before the delivery is confirmed.
+    const net = await import('node:net');
+    const proxy = net.createServer((inbound) => {
+      const outbound = net.connect(cluster.ports.B!, '127.0.0.1');
+      const delayed = (to: import('node:net').Socket) => (d: Buffer) => setTimeout(() => to.writable && to.write(d), 300);
+      inbound.on('data', delayed(outbound));
+      outbound.on('data', delayed(inbound));
+      const close = () => setTimeout(() => (inbound.destroy(), outbound.destroy()), 350);
+      inbound.on('close', close);
+      outbound.on('close', close);
+      inbound.on('error', () => undefined);
+      outbound.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const cfg = cluster.config('A', { B: { url: `https://127.0.0.1:${(proxy.address() as { port: number }).port}` } }, { listen: { host: '127.0.0.1', port: 0 } });
+    const second = await KmeSite.create(cfg, { seedSource: systemSeedSource(), db: await engine.open() });
+    await second.start();
+    const atB = await cluster.sites.B!.service.store.countAll();
+    const atA = await rowCount(dbA);
+    try {
+      const socket = tlsConnect({ host: '127.0.0.1', port: second.port, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });
+      await new Promise<void>((resolve, reject) => {
+        socket.on('secureConnect', () => {
+          socket.write(`GET /api/v1/keys/B/enc_keys?number=3 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 100);
+        });
+        socket.on('error', reject);
+      });
+      // B stores the three keys (the delivery goes on), then drops them when A's cancel arrives.
+      await waitFor(async () => (await cluster.sites.B!.service.store.countAll()) === atB + 3);
+      await waitFor(async () => (await cluster.sites.B!.service.store.countAll()) === atB, 10_000);
+      expect(await rowCount(dbA)).toBe(atA);
+    } finally {
+      await second.stop();
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
+  it('orphaned: a peer keeps keys whose answer the origin may have lost only orphanKeyTtlSeconds, and only for their origin', async () => {
+    const asA = cluster.client('B', cluster.kmeCerts.A!);
+    const asC = cluster.client('B', cluster.kmeCerts.C!);
+    const [k] = await cluster.sae('A', 'a1').encKeys('B');
+    const dbB = cluster.sites.B!.service.store.db;
+    const expiresOf = async () => Number((await dbB.query<{ expires: number }>('SELECT expires FROM kme_keys WHERE key_id = $1', [k!.key_ID]))[0]!.expires);
+    const day = await expiresOf();
+    expect(day).toBeGreaterThan(Date.now() + 86_000_000);
+    expect(await asC.call('POST', '/internal/v1/keys/orphaned', { key_IDs: [k!.key_ID] })).toMatchObject({ status: 200, body: { shortened: 0 } });
+    expect(await expiresOf()).toBe(day);
+    const before = Date.now();
+    expect(await asA.call('POST', '/internal/v1/keys/orphaned', { key_IDs: [k!.key_ID] })).toMatchObject({ status: 200, body: { shortened: 1 } });
+    const soon = await expiresOf();
+    expect(soon).toBeGreaterThanOrEqual(before + 300_000);
+    expect(soon).toBeLessThanOrEqual(Date.now() + 300_000);
+    // Still retrievable meanwhile.
+    expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
   it('a peer that never answers: 503 after the timeout, the pending key removed and a cancel queued', async () => {
     // D's address is a TLS server with D's certificate that accepts requests and never replies.
     const tls = await import('node:tls');
