@@ -89,7 +89,7 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     return send(reply, await service.status(callerOf(request), request.params.id));
   });
 
-  /** Sends new keys and tells the service whether the answer left this site whole (docs/kme.md, "crashes"). */
+  /** Sends new keys and tells the service whether the answer left whole (docs/kme.md, "What a crash of the origin can cost"). */
   const sendIssued = (reply: FastifyReply, issued: IssuedKeys): FastifyReply => {
     const res = reply.raw;
     // A client that hung up while its keys were being made never gets them.

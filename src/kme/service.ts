@@ -1,9 +1,7 @@
 // One site's KME, independent of HTTP: the ETSI operations for SAEs (status, enc_keys,
-// dec_keys) and the inter-KME operations for peers (deliver, cancel, retrieved), with the
-// authorisation rules of docs/kme.md. The HTTP layer only identifies the caller from its
-// certificate and turns EtsiErrors into responses.
-import { randomUUID } from 'node:crypto';
-
+// dec_keys) and the inter-KME operations for peers (deliver, cancel, retrieved, orphaned),
+// with the authorisation rules of docs/kme.md. The HTTP layer only identifies the caller
+// from its certificate and turns EtsiErrors into responses.
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
 import { deriveKey, SEED_BYTES, suiteFor, wrapForSite } from './derive.js';
@@ -11,6 +9,7 @@ import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from 
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
 import { silentLogger, type Logger } from './logger.js';
+import { mintKeys, seedBytes, type KeyItem, type LinkSecret } from './mint.js';
 import { MulticastSender } from './multicast.js';
 import { NoticeSender } from './notices.js';
 import { PeerClient, type PeerTls } from './peer-client.js';
@@ -35,10 +34,7 @@ export interface KmeServiceOptions extends Limits {
   logger?: Logger;
 }
 
-export interface KeyItem {
-  key_ID: string;
-  key: string;
-}
+export type { KeyItem } from './mint.js';
 
 export interface KeyContainer {
   keys: KeyItem[];
@@ -87,8 +83,7 @@ export class KmeService {
   private readonly peerClients = new Map<string, PeerClient>();
   private readonly senders = new Map<string, LinkSender>();
   private readonly multicast: MulticastSender;
-  private readonly suites = new Map<string, string>();
-  private readonly psks = new Map<string, Buffer | undefined>();
+  private readonly links = new Map<string, LinkSecret>();
   private readonly counts = new Map<string, { n: number; at: number }>();
   /** Keys whose enc_keys answer this process is writing: maintenance leaves them alone. */
   private readonly answering = new Set<string>();
@@ -103,8 +98,7 @@ export class KmeService {
       const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs);
       this.peerClients.set(peerId, client);
       this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log));
-      this.psks.set(peerId, peer.psk);
-      this.suites.set(peerId, suiteFor(peer.psk));
+      this.links.set(peerId, { psk: peer.psk, suite: suiteFor(peer.psk) });
     }
     this.multicast = new MulticastSender({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, this.peerClients);
   }
@@ -228,75 +222,32 @@ export class KmeService {
     const owner = this.localSae(caller);
     const target = this.resolveTarget(id);
     const slaves = this.slavesBySite(target, req.additionalSlaveSaeIds);
-    const further = [...slaves.keys()].filter((site) => site !== target.site);
-    const seedsPerKey = 1 + further.length;
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
     try {
-      seeds = await this.opts.seedSource.take(SEED_BYTES * req.number * seedsPerKey);
+      seeds = await this.opts.seedSource.take(seedBytes(req.number, slaves.size));
     } catch (err) {
       this.release(target.site, req.number);
       if (err instanceof SeedUnavailableError) throw unavailable(`no entropy for new keys: ${err.message}`);
       throw err;
     }
-
     const created = Date.now();
-    const expires = created + this.opts.keyTtlSeconds * 1000;
-    const psk = this.psks.get(target.site);
-    const suite = this.suites.get(target.site)!;
-    const rows: KeyRow[] = [];
-    const wire = new Map<string, WireKey[]>([...slaves.keys()].map((site) => [site, []]));
-    const keys: KeyItem[] = [];
-    for (let i = 0; i < req.number; i++) {
-      const keyId = randomUUID();
-      const seedAt = (j: number): Buffer => seeds.subarray((i * seedsPerKey + j) * SEED_BYTES, (i * seedsPerKey + j + 1) * SEED_BYTES);
-      const seed = seedAt(0);
-      const meta = { keyId, size: req.size, origin: this.id, peer: target.site };
-      const key = deriveKey(seed, psk, meta);
-      const metaFor = (site: string, siteSeed: Buffer): WireKey => ({
-        key_ID: keyId,
-        size: req.size,
-        seed: siteSeed.toString('base64'),
-        origin: this.id,
-        peer: site,
-        created,
-        suite: this.suites.get(site)!,
-        master_SAE_ID: owner,
-        slave_SAE_IDs: slaves.get(site)!,
-      });
-      const w: WireKey = { ...metaFor(target.site, seed), suite };
-      wire.get(target.site)!.push(w);
-      further.forEach((site, j) => {
-        const siteSeed = seedAt(j + 1);
-        const pad = deriveKey(siteSeed, this.psks.get(site), { keyId, size: req.size, origin: this.id, peer: site });
-        const wrapped = wrapForSite(key, pad);
-        wire.get(site)!.push({ ...metaFor(site, siteSeed), wrap: wrapped.toString('base64') });
-        pad.fill(0);
-        wrapped.fill(0);
-      });
-      rows.push({
-        key_id: keyId,
-        origin: this.id,
-        peer: target.site,
-        size: req.size,
-        owner,
-        // At the origin: the further sites a multicast key went to (they are told of a cancel too).
-        waiting: further.join(','),
-        state: 0,
-        created,
-        expires,
-        digest: this.digest(w),
-        // The origin never serves the key again (§5.3): it keeps the metadata, not the key.
-        key_enc: Buffer.alloc(0),
-      });
-      keys.push({ key_ID: keyId, key: key.toString('base64') });
-      key.fill(0);
-    }
-    seeds.fill(0);
+    const { keys, rows, wire } = mintKeys({
+      origin: this.id,
+      owner,
+      number: req.number,
+      size: req.size,
+      created,
+      expires: created + this.opts.keyTtlSeconds * 1000,
+      slaves,
+      links: this.links,
+      seeds,
+      digest: (w) => this.digest(w),
+    });
 
     try {
-      if (further.length === 0) await this.senders.get(target.site)!.submit(rows, wire.get(target.site)!);
+      if (slaves.size === 1) await this.senders.get(target.site)!.submit(rows, wire.get(target.site)!);
       else await this.multicast.submit(rows, wire);
     } catch (err) {
       this.release(target.site, req.number);
@@ -327,7 +278,7 @@ export class KmeService {
         await this.store.deleteKeys(tx, ids, ' AND state = $1', [ANSWERING]);
         if (!written) for (const site of sites) await this.notices.enqueue(tx, site, 'cancel', ids);
       });
-      this.release(sites[0]!, ids.length);
+      this.release(sites[0]!, ids.length); // the slave's site: the link the keys were reserved on
       if (!written) {
         for (const site of sites) this.notices.kick(site);
         this.log.warn({ op: 'enc_keys', peers: sites, keys: ids.length }, 'kme: answer not delivered to the SAE; keys cancelled');
@@ -443,8 +394,7 @@ export class KmeService {
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_DELIVERY_KEYS) {
       throw badRequest(`keys must be an array of 1 to ${MAX_DELIVERY_KEYS} key metadata records`);
     }
-    const expectedSuite = this.suites.get(origin)!;
-    const psk = this.psks.get(origin);
+    const { suite: expectedSuite, psk } = this.links.get(origin)!;
     const now = Date.now();
     const expires = now + this.opts.keyTtlSeconds * 1000;
     const wire = list.map((item) => this.checkWireKey(item, origin, expectedSuite));
