@@ -87,6 +87,8 @@ export class KmeService {
   private readonly counts = new Map<string, { n: number; at: number }>();
   /** Keys whose enc_keys answer this process is writing: maintenance leaves them alone. */
   private readonly answering = new Set<string>();
+  /** Settlements under way (close waits for them, so their deletes land before the store closes). */
+  private readonly settling = new Set<Promise<void>>();
 
   constructor(private readonly opts: KmeServiceOptions) {
     this.id = opts.id;
@@ -262,7 +264,8 @@ export class KmeService {
       settle: (written) => {
         if (settled) return;
         settled = true;
-        void this.settle([...slaves.keys()], ids, written);
+        const done: Promise<void> = this.settle([...slaves.keys()], ids, written).finally(() => this.settling.delete(done));
+        this.settling.add(done);
       },
     };
   }
@@ -549,6 +552,7 @@ export class KmeService {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled(this.settling);
     await this.notices.idle();
     await this.writes.idle();
     await Promise.all([...this.peerClients.values()].map((c) => c.close()));
