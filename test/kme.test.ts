@@ -14,6 +14,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseKmeConfig, type KmeConfig } from '../src/config/sections/kme.js';
+import { deriveKey } from '../src/kme/derive.js';
 import { EtsiClient, EtsiClientError } from '../src/kme/etsi-client.js';
 import { KmeSite } from '../src/kme/site.js';
 import { KmeRole } from '../src/roles/kme.js';
@@ -398,6 +399,32 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     const [k] = await cluster.sae('A', 'a1').encKeys('B', { additionalSlaveSaeIds: ['c1'] });
     expect(await cluster.sae('B', 'b2').decKeys('A', [k!.key_ID])).toEqual([k]);
     expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('a wrapped (multicast) delivery must say so in its suite; the peer stores wrap XOR its own derivation', async () => {
+    const asA = cluster.client('B', cluster.kmeCerts.A!);
+    const seed = Buffer.alloc(32, 5);
+    const wrap = Buffer.alloc(32, 0xa5);
+    const meta = {
+      key_ID: '7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e51',
+      size: 256,
+      seed: seed.toString('base64'),
+      origin: 'A',
+      peer: 'B',
+      created: Date.now(),
+      suite: 'hkdf-sha256',
+      master_SAE_ID: 'a1',
+      slave_SAE_IDs: [],
+      wrap: wrap.toString('base64'),
+    };
+    // An older peer ignores `wrap`; this suite check is what makes it refuse instead.
+    expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(400);
+    const { wrap: _omitted, ...unwrapped } = meta;
+    expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [{ ...unwrapped, suite: 'hkdf-sha256+wrap' }] })).status).toBe(400);
+    expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [{ ...meta, suite: 'hkdf-sha256+wrap' }] })).status).toBe(200);
+    const derived = deriveKey(seed, undefined, { keyId: meta.key_ID, size: 256, origin: 'A', peer: 'B' });
+    const expected = Buffer.from(derived.map((b, i) => b ^ wrap[i]!));
+    expect(await cluster.sae('B', 'b1').decKeys('A', [meta.key_ID])).toEqual([{ key_ID: meta.key_ID, key: expected.toString('base64') }]);
   });
 
   it('multicast is atomic: with C down, 503 and the key is at no site', async () => {

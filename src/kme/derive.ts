@@ -19,6 +19,11 @@ export const MAX_DERIVABLE_BITS = 255 * 32 * 8;
 
 export const SUITE_TLS_ONLY = 'hkdf-sha256';
 export const SUITE_PSK_PREFIX = 'hkdf-sha256+psk:';
+/**
+ * Appended to the link's suite for a wrapped (multicast) key, so a peer that does not know
+ * wrapping refuses the delivery (a suite mismatch) instead of storing the unwrapped pad.
+ */
+export const SUITE_WRAPPED_SUFFIX = '+wrap';
 
 export interface KeyMetadata {
   keyId: string;

@@ -5,7 +5,7 @@
 // link's derivation (derive.ts). Nothing here touches the network or the database.
 import { randomUUID } from 'node:crypto';
 
-import { deriveKey, SEED_BYTES, wrapForSite } from './derive.js';
+import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './derive.js';
 import type { WireKey } from './link.js';
 import { PENDING, type KeyRow } from './store.js';
 
@@ -78,7 +78,8 @@ export function mintKeys(req: MintRequest): Minted {
       const siteSeed = takeSeed();
       const pad = deriveKey(siteSeed, req.links.get(site)!.psk, { keyId, size: req.size, origin: req.origin, peer: site });
       const wrapped = wrapForSite(key, pad);
-      wire.get(site)!.push({ ...metaFor(site, siteSeed), wrap: wrapped.toString('base64') });
+      const meta = metaFor(site, siteSeed);
+      wire.get(site)!.push({ ...meta, suite: meta.suite + SUITE_WRAPPED_SUFFIX, wrap: wrapped.toString('base64') });
       pad.fill(0);
       wrapped.fill(0);
     }

@@ -4,7 +4,7 @@
 // from its certificate and turns EtsiErrors into responses.
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
-import { deriveKey, SEED_BYTES, suiteFor, wrapForSite } from './derive.js';
+import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, suiteFor, wrapForSite } from './derive.js';
 import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
@@ -460,8 +460,9 @@ export class KmeService {
     }
     if (typeof w.seed !== 'string' || Buffer.from(w.seed, 'base64').length !== SEED_BYTES) throw bad('seed must be 256 bits, base64');
     if (typeof w.created !== 'number' || !Number.isFinite(w.created)) throw bad('created must be a time in ms');
-    if (w.suite !== suite) {
-      throw bad(`suite '${String(w.suite)}' differs from this site's '${suite}' for the link (is the PSK the same at both sites?)`);
+    const expected = w.wrap === undefined ? suite : suite + SUITE_WRAPPED_SUFFIX;
+    if (w.suite !== expected) {
+      throw bad(`suite '${String(w.suite)}' differs from this site's '${expected}' for the link (is the PSK the same at both sites?)`);
     }
     if (typeof w.master_SAE_ID !== 'string' || !isValidId(w.master_SAE_ID)) throw bad('master_SAE_ID is not an SAE ID');
     if (!Array.isArray(w.slave_SAE_IDs) || !w.slave_SAE_IDs.every((s) => typeof s === 'string' && isValidId(s))) {
