@@ -147,6 +147,21 @@ async function expectEtsiError(p: Promise<unknown>, status: number): Promise<Ets
   return e;
 }
 
+/** One key's metadata as site A delivers it to B over a link without a PSK. */
+function deliveryFromAToB(keyId: string, seed: Buffer) {
+  return {
+    key_ID: keyId,
+    size: 256,
+    seed: seed.toString('base64'),
+    origin: 'A',
+    peer: 'B',
+    created: Date.now(),
+    suite: 'hkdf-sha256',
+    master_SAE_ID: 'a1',
+    slave_SAE_IDs: [] as string[],
+  };
+}
+
 const SAES = { a1: 'A', a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
 
 describeEachEngine('kme cluster of three sites', (engine) => {
@@ -405,18 +420,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     const asA = cluster.client('B', cluster.kmeCerts.A!);
     const seed = Buffer.alloc(32, 5);
     const wrap = Buffer.alloc(32, 0xa5);
-    const meta = {
-      key_ID: '7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e51',
-      size: 256,
-      seed: seed.toString('base64'),
-      origin: 'A',
-      peer: 'B',
-      created: Date.now(),
-      suite: 'hkdf-sha256',
-      master_SAE_ID: 'a1',
-      slave_SAE_IDs: [],
-      wrap: wrap.toString('base64'),
-    };
+    const meta = { ...deliveryFromAToB('7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e51', seed), wrap: wrap.toString('base64') };
     // An older peer ignores `wrap`; this suite check is what makes it refuse instead.
     expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(400);
     const { wrap: _omitted, ...unwrapped } = meta;
@@ -486,17 +490,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
 
   it('deliveries are idempotent; a conflicting one is refused; a cancel drops the key and later copies', async () => {
     const asA = cluster.client('B', cluster.kmeCerts.A!);
-    const meta = {
-      key_ID: '7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e3f',
-      size: 256,
-      seed: Buffer.alloc(32, 1).toString('base64'),
-      origin: 'A',
-      peer: 'B',
-      created: Date.now(),
-      suite: 'hkdf-sha256',
-      master_SAE_ID: 'a1',
-      slave_SAE_IDs: [],
-    };
+    const meta = deliveryFromAToB('7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e3f', Buffer.alloc(32, 1));
     const dbB = await openDatabase({ url: cluster.sites.B!.config.storage! });
     try {
       expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(200);
