@@ -77,6 +77,12 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
 
 export const entropySection: ConfigSection<EntropyConfig> = {
   key: 'entropy',
+  paths: {
+    'tls.certFile': 'file',
+    'tls.keyFile': 'file',
+    'upstream.tokenFile': 'file',
+    'upstream.caFile': 'file',
+  },
   env: {
     enabled: 'boolean',
     'listen.host': 'string',
