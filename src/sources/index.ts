@@ -15,7 +15,7 @@ export { HealthGatedSource, HEALTH_BLOCK } from './health-gate.js';
 export type { BlockTester, BlockVerdict, HealthEvent, RawSource, HealthGateOptions } from './health-gate.js';
 export { RdseedSource, rdseedAvailable } from './rdseed.js';
 export { UpstreamSource, type UpstreamOptions } from './upstream.js';
-export { SourceOutOfServiceError, type EntropySource, type SourceHealth, type SourceState } from './types.js';
+export { SourceNotRandomError, SourceOutOfServiceError, type EntropySource, type SourceHealth, type SourceState } from './types.js';
 
 export type SourceSpec =
   | { kind: 'hwrng' }
