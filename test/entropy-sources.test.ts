@@ -253,6 +253,63 @@ describe('upstream', () => {
   });
 });
 
+describe('upstream behind the health gate', () => {
+  async function upstreamServing(stream: Buffer) {
+    // Another entropy API whose pool holds `stream` and nothing else (no filler).
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, `relay-${crypto.randomBytes(4).toString('hex')}.db`)}` });
+    const upstreamPool = new EntropyPool({ capacity: 1024 * 1024 });
+    upstreamPool.put(stream);
+    const server = await startTestServer({ db, pool: upstreamPool, prefill: 0 });
+    const { token } = await makeToken(server.store, 'relay');
+    const source = createSource(parseSourceSpec('upstream'), {
+      createTester: () => createNativeTester(7.5),
+      upstream: { url: server.url, token, ca: server.caPem, blocksPerRequest: 16 },
+    });
+    return { source, server, db };
+  }
+
+  it('an upstream serving a byte counter is taken out of service as not random; nothing reaches the pool', async () => {
+    const counter = Buffer.alloc(256 * 1024);
+    for (let i = 0; i < counter.length; i++) counter[i] = i & 0xff;
+    const { source, server, db } = await upstreamServing(counter);
+    try {
+      const { pool, filler } = await fillFrom(source as HealthGatedSource, 256 * 1024, 2000);
+      const health = source.health();
+      expect(health).toMatchObject({ state: 'failed', healthTested: true, blocksPassed: 0, testFailures: { pattern: 1 } });
+      expect(health.message).toMatch(/^not random: output repeats: 64 bytes of this block occurred 256 bytes earlier/);
+      expect(filler.outOfService).toBe(health.message);
+      expect(pool.level).toBe(0);
+    } finally {
+      await source.close();
+      await server.close();
+      await db.close();
+    }
+  });
+
+  it('random data from an upstream passes; a refused token takes it out of service with the upstream reason', async () => {
+    const { source, server, db } = await upstreamServing(goodBytes(128 * 1024));
+    try {
+      const { pool } = await fillFrom(source as HealthGatedSource, 64 * 1024, 5000);
+      expect(pool.level).toBe(64 * 1024);
+      expect(source.health()).toMatchObject({ state: 'ok', blocksFailed: 0 });
+      const refused = createSource(parseSourceSpec('upstream'), {
+        createTester: () => createNativeTester(7.5),
+        upstream: { url: server.url, token: `qe_${'C'.repeat(43)}`, ca: server.caPem },
+      });
+      const result = await fillFrom(refused as HealthGatedSource, 64 * 1024, 500);
+      expect(result.pool.level).toBe(0);
+      expect(refused.health().state).toBe('failed');
+      expect(refused.health().message).toMatch(/^upstream refused: .*401/);
+      expect(result.filler.outOfService).toBe(refused.health().message);
+      await refused.close();
+    } finally {
+      await source.close();
+      await server.close();
+      await db.close();
+    }
+  });
+});
+
 describe('parseSourceSpec', () => {
   it('accepts the five source kinds and rejects anything else with a one-line reason', () => {
     expect(parseSourceSpec('hwrng')).toEqual({ kind: 'hwrng' });

@@ -30,6 +30,8 @@ export interface RawSource {
   readonly preferredReadBytes?: number | undefined;
   read(n: number, signal?: AbortSignal): Promise<Buffer>;
   close(): Promise<void>;
+  /** A source with its own state (upstream: retrying, refused) reports it here. */
+  health?(): SourceHealth;
 }
 
 /** One block's verdict from a stateful tester fed in stream order. */
@@ -106,7 +108,10 @@ export class HealthGatedSource implements EntropySource {
         data = await this.raw.read(want - this.carry.length, signal);
       } catch (err) {
         this.readErrors += 1;
-        if (this.state === 'ok') {
+        if (err instanceof SourceOutOfServiceError && !this.outOfService()) {
+          // The raw source gave up for good (upstream: 400/401): out of service, its reason.
+          this.takeOutOfService(err.message, false);
+        } else if (this.state === 'ok') {
           this.state = 'degraded';
           this.message = `read failed: ${(err as Error).message}`;
         }
@@ -222,16 +227,21 @@ export class HealthGatedSource implements EntropySource {
   }
 
   health(): SourceHealth {
+    // While the gate has no verdict of its own, a raw source that is retrying says why.
+    const raw = this.raw.health?.();
+    const rawDegraded = this.state !== 'failed' && raw?.state === 'degraded';
+    const state = rawDegraded ? 'degraded' : this.state;
+    const message = rawDegraded ? raw.message : this.message;
     return {
       name: this.name,
-      state: this.state,
+      state,
       development: this.development,
       healthTested: true,
-      ...(this.message !== undefined ? { message: this.message } : {}),
+      ...(message !== undefined ? { message } : {}),
       blocksPassed: this.blocksPassed,
       blocksFailed: this.blocksFailed,
       testFailures: { ...this.testFailures },
-      readErrors: this.readErrors,
+      readErrors: this.readErrors + (raw?.readErrors ?? 0),
     };
   }
 
