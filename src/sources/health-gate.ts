@@ -7,7 +7,8 @@
 // are zeroed and dropped, never served; nothing passes until the start-up tests are
 // complete. A source is taken out of service when its blocks keep failing, and as not
 // random on one pattern failure or when 8 of its last 128 blocks failed the health
-// tests (a random source fails them about once in 25,000 blocks; docs/health-and-sinks.md).
+// tests (a random source fails them about once in 16,000 blocks at H = 7.5, and once in
+// 1,000 at most: 8 in 128 happens to it with probability about 2^-40; docs/entropy-service.md).
 // Then reads reject with SourceOutOfServiceError (SourceNotRandomError when not random:
 // the filler then empties the pool), the filler stops, and health() says why.
 import { PatternTester } from '../native/pattern.js';
@@ -212,7 +213,7 @@ export class HealthGatedSource implements EntropySource {
     } else if (rateReached) {
       this.takeOutOfService(
         `not random: ${this.failureRate.failures} of its last ${this.failureRate.count} 1024-byte blocks failed the health tests ` +
-          `(last: ${failedTests.join(', ')}; a random source fails about 1 in 25,000, and 1 in 1,000 at most by design)`,
+          `(last: ${failedTests.join(', ')}; a random source fails about 1 in 16,000 at H = 7.5, and 1 in 1,000 at most by design)`,
         true,
       );
     }
