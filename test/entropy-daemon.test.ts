@@ -1,6 +1,6 @@
 // The entropy role as `qentropy daemon` runs it: config -> role -> HTTPS listener, with
 // signals: SIGHUP reloads, SIGTERM drains and stops within the deadline.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -223,4 +223,116 @@ describe('entropy role under the daemon runner', () => {
     // Unblock the thread still waiting in open(): a writer appears and leaves at once.
     fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY));
   });
+});
+
+describe('a deterministic device is taken out of service and never served', () => {
+  // The device is a FIFO with a writer process behind it, as a QRNG card's character device
+  // would be: a stream that never ends. The writer repeats `period` (or LFSR output) forever.
+  const writerScript = `
+    const fs = require('node:fs');
+    const crypto = require('node:crypto');
+    const [path, kind] = process.argv.slice(1);
+    const out = fs.openSync(path, 'w');
+    let state = 0xace1beef, n = 0;
+    const block = crypto.randomBytes(1024);
+    function next() {
+      const buf = Buffer.alloc(64 * 1024);
+      if (kind === 'random') crypto.randomFillSync(buf);
+      for (let i = 0; i < buf.length; i++, n++) {
+        if (kind === 'counter') buf[i] = n & 0xff;
+        else if (kind === 'block') buf[i] = block[n % 1024];
+        else if (kind === 'lfsr') {
+          // A 32-bit Galois LFSR (taps 32, 22, 2, 1), one output bit per step, packed MSB first.
+          let byte = 0;
+          for (let b = 0; b < 8; b++) { const bit = state & 1; state >>>= 1; if (bit) state ^= 0x80200003; byte = (byte << 1) | bit; }
+          buf[i] = byte;
+        }
+      }
+      return buf;
+    }
+    try { for (;;) fs.writeSync(out, next()); } catch { process.exit(0); }
+  `;
+
+  async function serveFrom(kind: string) {
+    const fifo = path.join(dir, `device-${kind}`);
+    execFileSync('mkfifo', [fifo]);
+    const writer = spawn(process.execPath, ['-e', writerScript, fifo, kind], { stdio: 'ignore' });
+    const storageUrl = `sqlite:${path.join(dir, `device-${kind}.db`)}`;
+    const token = await tokenFor(storageUrl);
+    const config = resolveConfig({
+      storage: { url: storageUrl },
+      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: `device:${fifo}`, rateLimit: { requests: 10_000 } },
+    });
+    const { logger, lines } = captureLogger();
+    const roles = await buildRoles(config, { logger, stateDir: dir }, { entropy: { createTester: createNativeTester } });
+    const signals = new EventEmitter();
+    const running = runRoles(roles, logger, { signals });
+    const role = roles[0] as EntropyRole;
+    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    const url = role.address!.url;
+    const served: Buffer[] = [];
+    const statuses: number[] = [];
+    /** Asks for 16 blocks at a time until `until` holds; keeps whatever is served. */
+    async function drain(until: (state: string) => boolean) {
+      for (let i = 0; i < 500; i++) {
+        const res = await request(`${url}/api/v1/quantum-entropy?size=16`, { headers: { authorization: `Bearer ${token}` } });
+        statuses.push(res.statusCode);
+        if (res.statusCode === 200) {
+          const body = (await res.body.json()) as { random: string[] };
+          served.push(...body.random.map((b) => Buffer.from(b, 'base64')));
+        } else await res.body.arrayBuffer();
+        const health = (await request(`${url}/healthz`).then((r) => r.body.json())) as { source: { state: string } };
+        if (until(health.source.state)) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('drained 500 times without reaching the expected state');
+    }
+    const stop = async () => {
+      signals.emit('SIGTERM');
+      expect(await running).toBe(0);
+      writer.kill();
+    };
+    return { url, role, served, statuses, drain, stop, lines };
+  }
+
+  it.each([
+    ['counter', /^source device:\S+ out of service: not random: output repeats: 64 bytes of this block occurred 256 bytes earlier/],
+    ['lfsr', /^source device:\S+ out of service: not random: linear complexity 32 of 1280 bits/],
+    ['block', /^source device:\S+ out of service: not random: output repeats: 64 bytes of this block occurred 1024 bytes earlier/],
+  ])('a %s stream: /healthz says why, nothing of it is served, the metrics count it', async (kind, warning) => {
+    const s = await serveFrom(kind);
+    try {
+      await s.drain((state) => state === 'failed');
+      const health = await request(`${s.url}/healthz`);
+      expect(health.statusCode).toBe(503);
+      const body = (await health.body.json()) as { source: Record<string, unknown>; warnings: string[] };
+      expect(body.warnings).toContainEqual(expect.stringMatching(warning));
+      expect(body.source).toMatchObject({ state: 'failed', blocksPassed: 0 });
+      expect(s.served).toEqual([]);
+      expect(s.statuses.every((code) => code === 503)).toBe(true);
+      expect(s.role.pool!.level).toBe(0);
+      const metrics = await request(`${s.url}/metrics`).then((r) => r.body.text());
+      expect(metrics).toMatch(/qentropy_source_state\{source="device:[^"]+",state="failed"\} 1/);
+      expect(metrics).toMatch(/qentropy_health_test_failures\{source="device:[^"]+",test="pattern"\} 1/);
+      expect(s.lines().some((l) => l.msg === 'entropy source taken out of service' && String(l.reason).startsWith('not random: '))).toBe(true);
+    } finally {
+      await s.stop();
+    }
+  }, 30_000);
+
+  it('a random stream through the same path keeps being served', async () => {
+    const s = await serveFrom('random');
+    try {
+      await s.drain(() => s.statuses.length >= 60);
+      const health = (await request(`${s.url}/healthz`).then((r) => r.body.json())) as { source: Record<string, unknown> };
+      expect(health.source).toMatchObject({ state: 'ok' });
+      expect(health.source.testFailures).not.toHaveProperty('pattern');
+      // 60 requests of 16 blocks (960 KiB, more than the pool holds): the filler kept up.
+      expect(s.statuses.filter((code) => code === 200).length).toBeGreaterThanOrEqual(50);
+      expect(s.served.every((b) => b.length === 1024)).toBe(true);
+      expect(new Set(s.served.map((b) => b.toString('hex'))).size).toBe(s.served.length);
+    } finally {
+      await s.stop();
+    }
+  }, 60_000);
 });

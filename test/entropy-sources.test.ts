@@ -33,6 +33,19 @@ function file(name: string, data: Buffer): string {
   return p;
 }
 
+/**
+ * Random bytes without a run of 4 equal bytes: good random bytes hold one about once per
+ * 16 MiB, and at H = 7.5 the RCT rightly rejects that block; breaking such runs keeps a test
+ * about good data passing from depending on luck (a 1.6 % chance for 256 KiB).
+ */
+function goodBytes(n: number): Buffer {
+  const data = crypto.randomBytes(n);
+  for (let i = 3; i < data.length; i++) {
+    if (data[i] === data[i - 1] && data[i] === data[i - 2] && data[i] === data[i - 3]) data[i] = data[i]! ^ 1;
+  }
+  return data;
+}
+
 async function fillFrom(source: HealthGatedSource | UpstreamSource, capacity: number, settleMs = 300) {
   const pool = new EntropyPool({ capacity });
   const filler = new PoolFiller(pool, source, { retryMs: 10, chunkSize: 64 * 1024 });
@@ -50,9 +63,10 @@ describe('health gate on device:PATH', () => {
     expect(pool.level).toBe(0);
     const health = source.health();
     expect(health.state).toBe('failed');
-    expect(health.message).toMatch(/^16 consecutive 1024-byte blocks failed the health tests/);
-    expect(health.testFailures['repetition-count']).toBeGreaterThan(0);
-    expect(health.blocksFailed).toBeGreaterThanOrEqual(16);
+    // The failure-rate rule (8 of the last 128 blocks) comes before 16 in a row.
+    expect(health.message).toMatch(/^not random: 8 of its last 8 1024-byte blocks failed the health tests \(last: repetition-count/);
+    expect(health.testFailures['repetition-count']).toBe(8);
+    expect(health.blocksFailed).toBe(8);
     expect(filler.outOfService).toBe(health.message);
     await source.close();
   });
@@ -86,14 +100,52 @@ describe('health gate on device:PATH', () => {
     await source.close();
   });
 
+  it('takes a source out of service as not random when 8 of its last 128 blocks fail, though most pass', async () => {
+    // Good data with a run of 8 equal bytes (the RCT fires) in every 10th block.
+    const data = goodBytes(256 * 1024);
+    for (let b = 5; b < 256; b += 10) data.fill(0xa5, b * 1024 + 100, b * 1024 + 108);
+    const source = createSource(parseSourceSpec(`device:${file('sometimes.bin', data)}`), { createTester: () => createNativeTester(7.5) });
+    const { pool, filler } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
+    const health = source.health();
+    expect(health.state).toBe('failed');
+    expect(health.message).toMatch(/^not random: 8 of its last 76 1024-byte blocks failed the health tests \(last: repetition-count/);
+    expect(health.testFailures).toEqual({ 'repetition-count': 8 });
+    expect(filler.outOfService).toBe(health.message);
+    // Most blocks had passed (the block after each failure is start-up again); what was in
+    // the pool went with the verdict.
+    expect(health.blocksPassed).toBeGreaterThan(50);
+    expect(pool.level).toBe(0);
+    await source.close();
+  });
+
+  it('a source that turns into a counter after good data: out of service at once, the pool emptied', async () => {
+    const counter = Buffer.alloc(64 * 1024);
+    for (let i = 0; i < counter.length; i++) counter[i] = i & 0xff;
+    const data = Buffer.concat([goodBytes(64 * 1024), counter]);
+    const source = createSource(parseSourceSpec(`device:${file('turns.bin', data)}`), { createTester: () => createNativeTester(7.5) });
+    const pool = new EntropyPool({ capacity: 1024 * 1024 });
+    const filler = new PoolFiller(pool, source, { retryMs: 10, chunkSize: 64 * 1024 });
+    const levels: number[] = [];
+    const original = pool.put.bind(pool);
+    pool.put = (chunk: Buffer) => {
+      const n = original(chunk);
+      levels.push(pool.level);
+      return n;
+    };
+    filler.start();
+    for (let i = 0; i < 100 && source.health().state !== 'failed'; i++) await new Promise((r) => setTimeout(r, 10));
+    await filler.stop();
+    const health = source.health();
+    expect(health.message).toMatch(/^not random: output repeats: 64 bytes of this block occurred 256 bytes earlier/);
+    expect(health.testFailures).toEqual({ pattern: 1 });
+    // The good data (less the start-up block) had reached the pool; none of the counter did.
+    expect(levels).toEqual([63 * 1024]);
+    expect(pool.level).toBe(0);
+    await source.close();
+  });
+
   it('lets good data through unchanged once the start-up tests pass', async () => {
-    const data = crypto.randomBytes(256 * 1024);
-    // Good random bytes hold a run of 4 equal bytes about once per 16 MiB, and at H = 7.5
-    // the RCT rightly rejects that block; break such runs so the test is about good data
-    // passing, not about luck (a 1.6 % chance for 256 KiB).
-    for (let i = 3; i < data.length; i++) {
-      if (data[i] === data[i - 1] && data[i] === data[i - 2] && data[i] === data[i - 3]) data[i] = data[i]! ^ 1;
-    }
+    const data = goodBytes(256 * 1024);
     const source = createSource(parseSourceSpec(`device:${file('good.bin', data)}`), { createTester: () => createNativeTester(7.5) });
     const { pool } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
     const health = source.health();
@@ -195,6 +247,63 @@ describe('upstream', () => {
       expect(result.filler.outOfService).toMatch(/401/);
       await refused.close();
     } finally {
+      await server.close();
+      await db.close();
+    }
+  });
+});
+
+describe('upstream behind the health gate', () => {
+  async function upstreamServing(stream: Buffer) {
+    // Another entropy API whose pool holds `stream` and nothing else (no filler).
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, `relay-${crypto.randomBytes(4).toString('hex')}.db`)}` });
+    const upstreamPool = new EntropyPool({ capacity: 1024 * 1024 });
+    upstreamPool.put(stream);
+    const server = await startTestServer({ db, pool: upstreamPool, prefill: 0 });
+    const { token } = await makeToken(server.store, 'relay');
+    const source = createSource(parseSourceSpec('upstream'), {
+      createTester: () => createNativeTester(7.5),
+      upstream: { url: server.url, token, ca: server.caPem, blocksPerRequest: 16 },
+    });
+    return { source, server, db };
+  }
+
+  it('an upstream serving a byte counter is taken out of service as not random; nothing reaches the pool', async () => {
+    const counter = Buffer.alloc(256 * 1024);
+    for (let i = 0; i < counter.length; i++) counter[i] = i & 0xff;
+    const { source, server, db } = await upstreamServing(counter);
+    try {
+      const { pool, filler } = await fillFrom(source as HealthGatedSource, 256 * 1024, 2000);
+      const health = source.health();
+      expect(health).toMatchObject({ state: 'failed', healthTested: true, blocksPassed: 0, testFailures: { pattern: 1 } });
+      expect(health.message).toMatch(/^not random: output repeats: 64 bytes of this block occurred 256 bytes earlier/);
+      expect(filler.outOfService).toBe(health.message);
+      expect(pool.level).toBe(0);
+    } finally {
+      await source.close();
+      await server.close();
+      await db.close();
+    }
+  });
+
+  it('random data from an upstream passes; a refused token takes it out of service with the upstream reason', async () => {
+    const { source, server, db } = await upstreamServing(goodBytes(128 * 1024));
+    try {
+      const { pool } = await fillFrom(source as HealthGatedSource, 64 * 1024, 5000);
+      expect(pool.level).toBe(64 * 1024);
+      expect(source.health()).toMatchObject({ state: 'ok', blocksFailed: 0 });
+      const refused = createSource(parseSourceSpec('upstream'), {
+        createTester: () => createNativeTester(7.5),
+        upstream: { url: server.url, token: `qe_${'C'.repeat(43)}`, ca: server.caPem },
+      });
+      const result = await fillFrom(refused as HealthGatedSource, 64 * 1024, 500);
+      expect(result.pool.level).toBe(0);
+      expect(refused.health().state).toBe('failed');
+      expect(refused.health().message).toMatch(/^upstream refused: .*401/);
+      expect(result.filler.outOfService).toBe(refused.health().message);
+      await refused.close();
+    } finally {
+      await source.close();
       await server.close();
       await db.close();
     }

@@ -7,7 +7,7 @@
 import { BLOCK_SIZE, EntropyClient, EntropyClientError } from '../client/index.js';
 import { FIPS140_BLOCK_BYTES, Fips140Tester, HealthTester } from '../native/health.js';
 import { PatternTester } from '../native/pattern.js';
-import { FailureWindow } from './failure-window.js';
+import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from '../sources/failure-window.js';
 
 export interface FeederSourceOptions {
   url: string;
@@ -80,9 +80,7 @@ export interface SourceEvents {
 /** The blocks of one pull that passed every test, concatenated (the caller zeroes it). */
 export type Passed = Buffer;
 
-/** Verdicts remembered per test for the failure-rate rule, and the failures that trip it. */
-export const FAILURE_WINDOW = 128;
-export const FAILURE_WINDOW_LIMIT = 8;
+export { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT } from '../sources/failure-window.js';
 
 export class FeederSource {
   readonly url: string;

@@ -1,9 +1,10 @@
 // The background filler: reads from the source while the pool has room, sleeps once the
 // pool is full, and wakes when the pool asks for a refill (a take left it below the
 // low-water mark, or a client's request found it short at any level). Source errors
-// back off exponentially; a source taken out of service stops the filler for good.
+// back off exponentially; a source taken out of service stops the filler for good (and
+// one found not random also empties the pool).
 import type { EntropySource } from '../sources/types.js';
-import { SourceOutOfServiceError } from '../sources/types.js';
+import { SourceNotRandomError, SourceOutOfServiceError } from '../sources/types.js';
 import type { EntropyPool } from './pool.js';
 
 export interface FillerLogger {
@@ -81,6 +82,9 @@ export class PoolFiller {
         if (!this.running) break;
         if (err instanceof SourceOutOfServiceError) {
           this.outOfService = err.message;
+          // A source found not random delivered a deterministic stream, maybe for a while
+          // before the verdict: nothing of it already in the pool may be served.
+          if (err instanceof SourceNotRandomError) this.pool.clear();
           this.logger.error({ source: this.source.name, reason: err.message }, 'entropy source taken out of service');
           this.running = false;
           break;

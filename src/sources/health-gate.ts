@@ -2,11 +2,19 @@
 // 1,024-byte block of raw output goes through the SP 800-90B continuous health tests
 // (Repetition Count and Adaptive Proportion, native) and a repeated-block check (the
 // FIPS 140-2 continuous test, which catches a source replaying the same block that the
-// per-symbol tests cannot see). Blocks that fail are zeroed and dropped, never served;
-// nothing passes until the start-up tests are complete. A source whose blocks keep
-// failing is taken out of service: reads reject with SourceOutOfServiceError, the filler
-// stops, and health() says why.
+// per-symbol tests cannot see), and the pattern check (native/health/pattern.h: a byte
+// counter, an LFSR, a replayed buffer pass RCT and APT but not this). Blocks that fail
+// are zeroed and dropped, never served; nothing passes until the start-up tests are
+// complete. A source is taken out of service when its blocks keep failing, and as not
+// random on one pattern failure or when 8 of its last 128 blocks failed the health
+// tests (a random source fails them about once in 16,000 blocks at H = 7.5, and once in
+// 1,000 at most: 8 in 128 happens to it with probability about 2^-40; docs/entropy-service.md).
+// Then reads reject with SourceOutOfServiceError (SourceNotRandomError when not random:
+// the filler then empties the pool), the filler stops, and health() says why.
+import { PatternTester } from '../native/pattern.js';
+import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from './failure-window.js';
 import {
+  SourceNotRandomError,
   SourceOutOfServiceError,
   type EntropySource,
   type SourceHealth,
@@ -23,6 +31,8 @@ export interface RawSource {
   readonly preferredReadBytes?: number | undefined;
   read(n: number, signal?: AbortSignal): Promise<Buffer>;
   close(): Promise<void>;
+  /** A source with its own state (upstream: retrying, refused) reports it here. */
+  health?(): SourceHealth;
 }
 
 /** One block's verdict from a stateful tester fed in stream order. */
@@ -57,6 +67,11 @@ export class HealthGatedSource implements EntropySource {
   readonly development: boolean;
   readonly preferredReadBytes: number | undefined;
   private readonly tester: BlockTester;
+  private readonly pattern = new PatternTester();
+  /** The health-test verdicts of the last blocks, for the failure-rate rule. */
+  private readonly failureRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
+  /** Set when the source was found not random: nothing it delivered may be used. */
+  private notRandom = false;
   private readonly failureLimit: number;
   private readonly onEvent: (event: HealthEvent) => void;
   private carry: Buffer = Buffer.alloc(0);
@@ -87,14 +102,17 @@ export class HealthGatedSource implements EntropySource {
     const passed: Buffer[] = [];
     let passedBytes = 0;
     while (passedBytes === 0) {
-      if (this.outOfService()) throw new SourceOutOfServiceError(this.message ?? 'source failed');
+      if (this.outOfService()) throw this.outOfServiceError();
       signal?.throwIfAborted();
       let data: Buffer;
       try {
         data = await this.raw.read(want - this.carry.length, signal);
       } catch (err) {
         this.readErrors += 1;
-        if (this.state === 'ok') {
+        if (err instanceof SourceOutOfServiceError && !this.outOfService()) {
+          // The raw source gave up for good (upstream: 400/401): out of service, its reason.
+          this.takeOutOfService(err.message, false);
+        } else if (this.state === 'ok') {
           this.state = 'degraded';
           this.message = `read failed: ${(err as Error).message}`;
         }
@@ -118,6 +136,12 @@ export class HealthGatedSource implements EntropySource {
           if (this.outOfService()) break;
         }
       }
+      if (this.notRandom) {
+        // Found not random in this read: the blocks of it that passed are from the same
+        // deterministic stream, and the rest of the read is not looked at.
+        all.fill(0);
+        throw this.outOfServiceError();
+      }
     }
     if (passed.length === 1) return passed[0]!;
     const out = Buffer.concat(passed);
@@ -129,13 +153,27 @@ export class HealthGatedSource implements EntropySource {
     return this.state === 'failed';
   }
 
+  private outOfServiceError(): SourceOutOfServiceError {
+    const message = this.message ?? 'source failed';
+    return this.notRandom ? new SourceNotRandomError(message) : new SourceOutOfServiceError(message);
+  }
+
   /** Runs one block through the tests; true when it may enter the pool. */
   private check(block: Buffer): boolean {
+    // Both testers see every block, in stream order: their state spans blocks.
     const verdict = this.tester.feed(block);
+    const pattern = this.pattern.testBlock(block);
+    const rctAptPassed = verdict.passed && verdict.failedTests.length === 0;
     const failedTests = [...verdict.failedTests];
     if (this.previous && this.previous.equals(block)) failedTests.push('repeated-block');
     this.previous ??= Buffer.alloc(HEALTH_BLOCK);
     block.copy(this.previous);
+    const rateReached = this.failureRate.record(failedTests.length > 0 || !verdict.passed);
+    // As in the feeder, the pattern check counts only on blocks RCT and APT passed: a stuck
+    // source is theirs to report. (A replayed block fails both the repeated-block check and
+    // the pattern check; the pattern check's verdict is the conclusive one.)
+    const patternFailed = rctAptPassed && !pattern.passed;
+    if (patternFailed) failedTests.push('pattern');
     const ok = verdict.passed && failedTests.length === 0;
     // Start-up samples are tested, never used: a block counts only when the tester was
     // already past start-up before it (so the block that completes start-up is dropped too).
@@ -159,30 +197,52 @@ export class HealthGatedSource implements EntropySource {
       kind: 'block-failed',
       source: this.name,
       tests: failedTests,
-      ...(verdict.detail !== undefined ? { detail: verdict.detail } : {}),
+      ...(patternFailed ? { detail: pattern.message } : verdict.detail !== undefined ? { detail: verdict.detail } : {}),
     });
-    if (this.consecutiveFailures >= this.failureLimit) {
-      this.state = 'failed';
-      this.message =
+    if (patternFailed) {
+      // The pattern check has no false alarms to speak of (below 2^-60 a block): one
+      // failure shows the source is deterministic.
+      this.takeOutOfService(`not random: ${pattern.message}`, true);
+    } else if (this.consecutiveFailures >= this.failureLimit) {
+      this.takeOutOfService(
         // The state says "out of service"; the message says why (healthz adds the prefix).
         `${this.consecutiveFailures} consecutive 1024-byte blocks failed the health tests` +
-        (failedTests.length ? ` (last: ${failedTests.join(', ')})` : '');
-      this.onEvent({ kind: 'out-of-service', source: this.name, reason: this.message });
+          (failedTests.length ? ` (last: ${failedTests.join(', ')})` : ''),
+        false,
+      );
+    } else if (rateReached) {
+      this.takeOutOfService(
+        `not random: ${this.failureRate.failures} of its last ${this.failureRate.count} 1024-byte blocks failed the health tests ` +
+          `(last: ${failedTests.join(', ')}; a random source fails about 1 in 16,000 at H = 7.5, and 1 in 1,000 at most by design)`,
+        true,
+      );
     }
     return false;
   }
 
+  private takeOutOfService(reason: string, notRandom: boolean): void {
+    this.state = 'failed';
+    this.message = reason;
+    this.notRandom = notRandom;
+    this.onEvent({ kind: 'out-of-service', source: this.name, reason });
+  }
+
   health(): SourceHealth {
+    // While the gate has no verdict of its own, a raw source that is retrying says why.
+    const raw = this.raw.health?.();
+    const rawDegraded = this.state !== 'failed' && raw?.state === 'degraded';
+    const state = rawDegraded ? 'degraded' : this.state;
+    const message = rawDegraded ? raw.message : this.message;
     return {
       name: this.name,
-      state: this.state,
+      state,
       development: this.development,
       healthTested: true,
-      ...(this.message !== undefined ? { message: this.message } : {}),
+      ...(message !== undefined ? { message } : {}),
       blocksPassed: this.blocksPassed,
       blocksFailed: this.blocksFailed,
       testFailures: { ...this.testFailures },
-      readErrors: this.readErrors,
+      readErrors: this.readErrors + (raw?.readErrors ?? 0),
     };
   }
 

@@ -1,6 +1,6 @@
 // Builds the source named by config `entropy.source` (product.md §3):
 //   hwrng | device:PATH | rdseed | upstream | getrandom
-// Raw physical sources (hwrng, device, rdseed) are wrapped in the health gate.
+// Raw physical sources (hwrng, device, rdseed) and upstream are wrapped in the health gate.
 import type { EntropyClientOptions } from '../client/index.js';
 import { DeviceSource } from './device.js';
 import { GetrandomSource } from './getrandom.js';
@@ -15,7 +15,7 @@ export { HealthGatedSource, HEALTH_BLOCK } from './health-gate.js';
 export type { BlockTester, BlockVerdict, HealthEvent, RawSource, HealthGateOptions } from './health-gate.js';
 export { RdseedSource, rdseedAvailable } from './rdseed.js';
 export { UpstreamSource, type UpstreamOptions } from './upstream.js';
-export { SourceOutOfServiceError, type EntropySource, type SourceHealth, type SourceState } from './types.js';
+export { SourceNotRandomError, SourceOutOfServiceError, type EntropySource, type SourceHealth, type SourceState } from './types.js';
 
 export type SourceSpec =
   | { kind: 'hwrng' }
@@ -63,7 +63,7 @@ export function createSource(spec: SourceSpec, options: CreateSourceOptions = {}
       return gate(new RdseedSource());
     case 'upstream':
       if (!options.upstream) throw new Error('source upstream: entropy.upstream (url and token) must be configured');
-      return new UpstreamSource(options.upstream);
+      return gate(new UpstreamSource(options.upstream));
     case 'getrandom':
       return new GetrandomSource();
   }

@@ -21,7 +21,7 @@ export interface SourceHealth {
   message?: string;
   blocksPassed: number;
   blocksFailed: number;
-  /** Health-test failure events (RCT and APT firings), by test name. */
+  /** Blocks that failed, by test (repetition-count, adaptive-proportion, repeated-block, pattern). */
   testFailures: Record<string, number>;
   readErrors: number;
 }
@@ -50,6 +50,17 @@ export class SourceOutOfServiceError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SourceOutOfServiceError';
+  }
+}
+
+/**
+ * Out of service because its output is not random (a pattern, or health-test failures far
+ * above their false-alarm rate): what it delivered earlier must not be served either.
+ */
+export class SourceNotRandomError extends SourceOutOfServiceError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SourceNotRandomError';
   }
 }
 

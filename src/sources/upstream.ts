@@ -1,7 +1,8 @@
 // `upstream`: another entropy API of this shape (a regional relay of the provider, or
-// another qentropy instance), read with the client and its retry policy. Its data has
-// been through the upstream service's own conditioning, so it is not re-tested here;
-// the client validates every block.
+// another qentropy instance), read with the client and its retry policy; the client
+// validates every block. createSource puts it behind the health gate like a device: the
+// upstream's own tests are not ours to trust, and a relay serving a counter or a replayed
+// buffer must not reach our clients (issue 14 item 17).
 import { EntropyClient, EntropyClientError, type EntropyClientOptions } from '../client/index.js';
 import { BasicHealth, SourceOutOfServiceError, type EntropySource, type SourceHealth } from './types.js';
 

@@ -2,7 +2,13 @@
 // test only at the test's false-alarm rate; a source whose failures are far above it is
 // not random, even when most of its blocks pass (a byte counter failed 107 of its FIPS
 // 140-2 windows and had the rest fed). The limit is set so that a random source reaches
-// it with a probability below 2^-40 (docs/feeder.md).
+// it with a probability below 2^-40 (docs/feeder.md). Used by the feeder on each upstream
+// and by the entropy service's health gate on its source.
+
+/** Verdicts remembered per test for the failure-rate rule, and the failures that trip it. */
+export const FAILURE_WINDOW = 128;
+export const FAILURE_WINDOW_LIMIT = 8;
+
 export class FailureWindow {
   private readonly verdicts: Uint8Array;
   private next = 0;
