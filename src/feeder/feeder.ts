@@ -180,13 +180,28 @@ export class Feeder {
       }
       try {
         const passed = await source.pull(this.buffer.room, this.signal);
-        this.buffer.put(passed);
-        passed.fill(0);
+        await this.putAll(passed);
       } catch {
         // Logged by the source's events; a stopped source is skipped from now on.
         if (this.signal.aborted) break;
       }
     }
+  }
+
+  /**
+   * Puts every passed byte into the buffer, waiting for room when needed: with FIPS 140-2
+   * a pull can release bytes held from earlier responses, so it may return more than the
+   * room it was asked for, and those bytes are already counted as passed. Bytes still
+   * outside when the feeder stops are counted as discarded, so the byte accounting holds.
+   */
+  private async putAll(passed: Buffer): Promise<void> {
+    let rest = passed;
+    while (rest.length > 0 && !this.signal.aborted) {
+      rest = rest.subarray(this.buffer.put(rest));
+      if (rest.length > 0) await this.buffer.changed(this.signal);
+    }
+    this.bufferBytesDiscarded += rest.length;
+    passed.fill(0);
   }
 
   /** Waits until a disabled source may be tried again (or forever, if all are stopped). */
