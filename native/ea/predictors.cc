@@ -1,0 +1,432 @@
+// The predictor estimates: MultiMCW (§6.3.7), lag (§6.3.8), MultiMMC (§6.3.9) and LZ78Y
+// (§6.3.10). Each replays the data through its predictors, counts the winner's correct
+// guesses and longest run of them, and hands both to prediction_estimate().
+//
+// Binary inputs (the bitstring, or 2-symbol literal data) use direct tables indexed by the
+// context bits; wider alphabets use hash tables of contexts. Both follow the same rules,
+// including the tool's dictionary caps and tie-breaks.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "ea/ea.h"
+
+namespace qe::ea {
+
+namespace {
+
+// Scoring of the "winner" predictor and of the run of correct predictions it makes.
+struct Tally {
+  long correct = 0, run = 0, longest = 0;
+  void hit() {
+    ++correct;
+    longest = std::max(longest, ++run);
+  }
+  void miss() { run = 0; }
+};
+
+}  // namespace
+
+// ---- MultiMCW: four sliding windows, each predicting its most common symbol (ties go to
+// the symbol seen most recently); the window with the best score so far makes the guess.
+double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
+  constexpr int kWindows = 4;
+  constexpr long kWidth[kWindows] = {63, 255, 1023, 4095};
+  if (n < static_cast<size_t>(kWidth[kWindows - 1]) + 1) return kNotApplicable;
+  struct Window {
+    std::vector<long> count, last;
+    long best_count = 0;
+    int frequent = 0;
+  };
+  std::array<Window, kWindows> win;
+  for (Window& w : win) {
+    w.count.assign(static_cast<size_t>(k), 0);
+    w.last.assign(static_cast<size_t>(k), -1);
+  }
+  auto add = [](Window& w, int x, long pos) {
+    w.last[static_cast<size_t>(x)] = pos;
+    if (++w.count[static_cast<size_t>(x)] >= w.best_count) {
+      w.best_count = w.count[static_cast<size_t>(x)];
+      w.frequent = x;
+    }
+  };
+  auto remove = [k](Window& w, int x) {
+    --w.count[static_cast<size_t>(x)];
+    if (x != w.frequent) return;
+    // The mode left: find the new one, most recent on ties.
+    w.best_count = -1;
+    for (int c = 0; c < k; ++c) {
+      const auto cu = static_cast<size_t>(c);
+      if (w.count[cu] > w.best_count ||
+          (w.count[cu] == w.best_count && w.last[cu] > w.last[static_cast<size_t>(w.frequent)])) {
+        w.best_count = w.count[cu];
+        w.frequent = c;
+      }
+    }
+  };
+  for (long i = 0; i < kWidth[kWindows - 1]; ++i)
+    for (int j = 0; j < kWindows; ++j)
+      if (i < kWidth[j]) add(win[static_cast<size_t>(j)], s[i], i);
+  std::array<long, kWindows> score{};
+  int winner = 0;
+  Tally tally;
+  for (long i = kWidth[0]; i < static_cast<long>(n); ++i) {
+    const int x = s[i];
+    if (win[static_cast<size_t>(winner)].frequent == x) tally.hit();
+    else tally.miss();
+    for (int j = 0; j < kWindows; ++j)
+      if (i >= kWidth[j] && win[static_cast<size_t>(j)].frequent == x &&
+          ++score[static_cast<size_t>(j)] >= score[static_cast<size_t>(winner)])
+        winner = j;
+    for (int j = 0; j < kWindows; ++j) {
+      if (i < kWidth[j]) continue;
+      Window& w = win[static_cast<size_t>(j)];
+      remove(w, s[i - kWidth[j]]);
+      add(w, x, i);
+    }
+  }
+  return prediction_estimate(tally.correct, static_cast<long>(n) - kWidth[0], tally.longest, k);
+}
+
+// ---- Lag: 128 predictors, lag d guessing the symbol d places back; the best scorer so far
+// (the larger lag on ties) makes the guess.
+double lag_estimate(const uint8_t* s, size_t n, int k) {
+  constexpr long kLags = 128;
+  if (n < 3) return kNotApplicable;
+  std::array<int32_t, kLags> score{};  // score[d] for lag d+1
+  long winner = 0;
+  int32_t high = 0;
+  Tally tally;
+  for (long i = 1; i < static_cast<long>(n); ++i) {
+    const uint8_t x = s[i];
+    if (x == s[i - winner - 1]) tally.hit();
+    else tally.miss();
+    if (i < kLags) {
+      for (long d = 0; d < i; ++d)
+        if (s[i - d - 1] == x && ++score[static_cast<size_t>(d)] >= high) {
+          winner = d;
+          high = score[static_cast<size_t>(d)];
+        }
+      continue;
+    }
+    // All 128 lags at once (vectorisable). Scores rise by at most one per step, so the
+    // sequential "score >= best so far" rule picks the largest matching lag holding the new
+    // maximum, if a matching lag reached the old one.
+    const uint8_t* back = s + i - kLags;  // back[j] is lag kLags - j
+    int32_t best = -1;
+    for (long j = 0; j < kLags; ++j) {
+      const int32_t m = back[j] == x;
+      int32_t& sc = score[static_cast<size_t>(kLags - 1 - j)];
+      sc += m;
+      best = std::max(best, m ? sc : -1);
+    }
+    if (best >= high) {
+      for (long j = 0; j < kLags; ++j)
+        if (back[j] == x && score[static_cast<size_t>(kLags - 1 - j)] == best) {
+          winner = kLags - 1 - j;
+          high = best;
+          break;
+        }
+    }
+  }
+  return prediction_estimate(tally.correct, static_cast<long>(n) - 1, tally.longest, k);
+}
+
+namespace {
+
+// Context (up to 16 symbols) -> counts of the symbols that followed it, with the running
+// prediction: the most frequent follower, the larger symbol on ties.
+class ContextTable {
+ public:
+  struct Context {
+    long best = 0;
+    uint8_t prediction = 0;
+    uint32_t followers = 0;  // first follower slot in `counts_`, chained by `next`
+  };
+
+  ContextTable() { rehash(1024); }
+
+  // Index of the context, or -1.
+  long find(const std::array<uint64_t, 2>& key) const {
+    for (size_t h = hash(key) & mask_;; h = (h + 1) & mask_) {
+      const long id = slots_[h];
+      if (id < 0) return -1;
+      if (keys_[static_cast<size_t>(id)] == key) return id;
+    }
+  }
+
+  long insert(const std::array<uint64_t, 2>& key) {
+    if ((contexts_.size() + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
+    size_t h = hash(key) & mask_;
+    while (slots_[h] >= 0) {
+      if (keys_[static_cast<size_t>(slots_[h])] == key) return slots_[h];
+      h = (h + 1) & mask_;
+    }
+    const long id = static_cast<long>(contexts_.size());
+    slots_[h] = id;
+    keys_.push_back(key);
+    contexts_.push_back({});
+    return id;
+  }
+
+  const Context& context(long id) const { return contexts_[static_cast<size_t>(id)]; }
+
+  // Counts follower y of context `id`; a new (context, y) pair only when `make_new`.
+  // Returns true when a new pair was made.
+  bool count(long id, uint8_t y, bool make_new) {
+    Context& c = contexts_[static_cast<size_t>(id)];
+    // Walk the chain by index: appending to followers_ may move it.
+    uint32_t at = c.followers, tail = 0;
+    while (at != 0 && followers_[at - 1].symbol != y) {
+      tail = at;
+      at = followers_[at - 1].next;
+    }
+    long value;
+    bool made = false;
+    if (at != 0) {
+      value = ++followers_[at - 1].count;
+    } else if (make_new) {
+      followers_.push_back({y, 1, 0});
+      const auto added = static_cast<uint32_t>(followers_.size());
+      if (tail == 0) c.followers = added;
+      else followers_[tail - 1].next = added;
+      value = 1;
+      made = true;
+    } else {
+      return false;
+    }
+    if (value > c.best || (value == c.best && y > c.prediction)) {
+      c.best = value;
+      c.prediction = y;
+    }
+    return made;
+  }
+
+ private:
+  struct Follower {
+    uint8_t symbol;
+    long count;
+    uint32_t next;  // 1-based, 0 = end
+  };
+
+  static size_t hash(const std::array<uint64_t, 2>& k) {
+    uint64_t h = k[0] * 0x9E3779B97F4A7C15ull ^ (k[1] + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+
+  void rehash(size_t size) {
+    slots_.assign(size, -1);
+    mask_ = size - 1;
+    for (size_t id = 0; id < keys_.size(); ++id) {
+      size_t h = hash(keys_[id]) & mask_;
+      while (slots_[h] >= 0) h = (h + 1) & mask_;
+      slots_[h] = static_cast<long>(id);
+    }
+  }
+
+  std::vector<long> slots_;
+  size_t mask_ = 0;
+  std::vector<std::array<uint64_t, 2>> keys_;
+  std::vector<Context> contexts_;
+  std::vector<Follower> followers_;
+};
+
+// The `len` symbols before position i, most recent first, packed into a 16-byte key.
+std::array<uint64_t, 2> context_key(const uint8_t* s, long i, int len) {
+  std::array<uint64_t, 2> key{0, 0};
+  for (int j = 0; j < len; ++j) key[static_cast<size_t>(j >> 3)] |= static_cast<uint64_t>(s[i - 1 - j]) << (8 * (j & 7));
+  return key;
+}
+
+constexpr int kMmcDepth = 16;
+constexpr long kMmcMaxEntries = 100000;
+constexpr int kLzContext = 16;
+constexpr long kLzMaxDictionary = 65536;
+
+// Binary context tables: for each context length m, 2^m contexts of two follower counts.
+struct BinaryContexts {
+  std::vector<std::vector<std::array<uint32_t, 2>>> table;
+  explicit BinaryContexts(int depth) : table(static_cast<size_t>(depth) + 1) {
+    for (int m = 1; m <= depth; ++m) table[static_cast<size_t>(m)].assign(size_t{1} << m, {0, 0});
+  }
+  std::array<uint32_t, 2>& at(int m, uint32_t pattern) {
+    return table[static_cast<size_t>(m)][pattern & ((1u << m) - 1)];
+  }
+};
+
+double binary_multi_mmc(const uint8_t* s, long n) {
+  if (n < kMmcDepth + 2) return kNotApplicable;
+  BinaryContexts ctx(kMmcDepth);
+  std::array<long, kMmcDepth> score{}, entries{};
+  uint32_t pattern = 0;
+  for (int d = 0; d < kMmcDepth; ++d) {
+    pattern = (pattern << 1) | (s[d] & 1u);
+    ctx.at(d + 1, pattern)[s[d + 1] & 1] = 1;
+    entries[static_cast<size_t>(d)] = 1;
+  }
+  int winner = 0;
+  Tally tally;
+  for (long i = 2; i < n; ++i) {
+    const int current = winner;
+    const unsigned y = s[i] & 1u;
+    bool found = false;
+    pattern = 0;
+    for (int d = 0; d < kMmcDepth && d <= i - 2; ++d) {
+      pattern |= static_cast<uint32_t>(s[i - d - 1] & 1u) << d;  // (s[i-d-1] .. s[i-1])
+      auto& e = ctx.at(d + 1, pattern);
+      unsigned guess = 0;
+      if (d == 0 || found) {
+        guess = e[0] > e[1] ? 0 : 1;
+        found = e[guess] != 0;
+      }
+      long& made = entries[static_cast<size_t>(d)];
+      if (found) {
+        if (guess == y) {
+          if (++score[static_cast<size_t>(d)] >= score[static_cast<size_t>(winner)]) winner = d;
+          if (d == current) tally.hit();
+        } else if (d == current) {
+          tally.miss();
+        }
+        if (e[y] != 0) ++e[y];
+        else if (made < kMmcMaxEntries) e[y] = 1, ++made;
+      } else if (made < kMmcMaxEntries) {
+        ++e[y];
+        ++made;
+      }
+    }
+  }
+  return prediction_estimate(tally.correct, n - 2, tally.longest, 2);
+}
+
+double binary_lz78y(const uint8_t* s, long n) {
+  if (n < kLzContext + 2) return kNotApplicable;
+  BinaryContexts ctx(kLzContext);
+  long dictionary = 0;
+  uint32_t pattern = 0;
+  for (int j = 0; j < kLzContext; ++j) {
+    pattern |= static_cast<uint32_t>(s[kLzContext - j - 1] & 1u) << j;
+    ctx.at(j + 1, pattern)[s[kLzContext] & 1] = 1;
+    ++dictionary;
+  }
+  uint32_t window = 0;  // the last 16 bits, s[i-1] lowest
+  for (long i = 0; i < kLzContext; ++i) window = (window << 1) | (s[i] & 1u);
+  Tally tally;
+  for (long i = kLzContext + 1; i < n; ++i) {
+    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+    const unsigned y = s[i] & 1u;
+    long best = 0;
+    int guess = -1;
+    for (int j = kLzContext; j > 0; --j) {
+      auto& e = ctx.at(j, window);
+      const unsigned g = e[0] > e[1] ? 0 : 1;
+      if (e[g] != 0) {
+        if (static_cast<long>(e[g]) > best) {
+          best = e[g];
+          guess = static_cast<int>(g);
+        }
+        ++e[y];
+      } else if (dictionary < kLzMaxDictionary) {
+        e[y] = 1;
+        ++dictionary;
+      }
+    }
+    if (guess == static_cast<int>(y)) tally.hit();
+    else tally.miss();
+  }
+  return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, 2);
+}
+
+}  // namespace
+
+// ---- MultiMMC: Markov models of order 1..16 learning follower counts (capped at 100,000
+// (context, follower) pairs each); the best scorer so far makes the guess.
+double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
+  if (k == 2) return binary_multi_mmc(s, static_cast<long>(n));
+  const long len = static_cast<long>(n);
+  if (len < 3) return kNotApplicable;
+  const long big_n = len - 2;
+  std::array<ContextTable, kMmcDepth> tables;
+  std::array<long, kMmcDepth> score{}, entries{};
+  for (int d = 0; d < kMmcDepth && d < big_n; ++d) {
+    tables[static_cast<size_t>(d)].count(tables[static_cast<size_t>(d)].insert(context_key(s, d + 1, d + 1)), s[d + 1], true);
+    entries[static_cast<size_t>(d)] = 1;
+  }
+  int winner = 0;
+  Tally tally;
+  for (long i = 2; i < len; ++i) {
+    const int current = winner;
+    const uint8_t y = s[i];
+    bool found = false;
+    std::array<uint64_t, 2> key{0, 0};
+    for (int d = 0; d < kMmcDepth && i - 2 >= d; ++d) {
+      key[static_cast<size_t>(d >> 3)] |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * (d & 7));
+      ContextTable& table = tables[static_cast<size_t>(d)];
+      long& made = entries[static_cast<size_t>(d)];
+      long id = -1;
+      if (d == 0 || found) {
+        id = table.find(key);
+        found = id >= 0;
+      }
+      if (found) {
+        const ContextTable::Context& c = table.context(id);
+        if (c.prediction == y) {
+          if (++score[static_cast<size_t>(d)] >= score[static_cast<size_t>(winner)]) winner = d;
+          if (d == current) tally.hit();
+        } else if (d == current) {
+          tally.miss();
+        }
+        if (table.count(id, y, made < kMmcMaxEntries)) ++made;
+      } else if (made < kMmcMaxEntries) {
+        table.count(table.insert(key), y, true);
+        ++made;
+      }
+    }
+  }
+  return prediction_estimate(tally.correct, big_n, tally.longest, k);
+}
+
+// ---- LZ78Y: a dictionary of contexts of length 1..16 (at most 65,536 of them); the
+// longest context whose best follower is the most frequent makes the guess.
+double lz78y_estimate(const uint8_t* s, size_t n, int k) {
+  if (k == 2) return binary_lz78y(s, static_cast<long>(n));
+  const long len = static_cast<long>(n);
+  if (len < kLzContext + 2) return kNotApplicable;
+  std::array<ContextTable, kLzContext> tables;  // tables[j-1]: contexts of length j
+  long dictionary = 0;
+  for (int j = 1; j <= kLzContext; ++j) {
+    ContextTable& t = tables[static_cast<size_t>(j - 1)];
+    t.count(t.insert(context_key(s, kLzContext, j)), s[kLzContext], true);
+    ++dictionary;
+  }
+  Tally tally;
+  for (long i = kLzContext + 1; i < len; ++i) {
+    const uint8_t y = s[i];
+    const std::array<uint64_t, 2> full = context_key(s, i, kLzContext);
+    long best = 0;
+    int guess = -1;
+    for (int j = kLzContext; j > 0; --j) {
+      std::array<uint64_t, 2> key = full;  // keep the j most recent symbols
+      if (j < 8) key = {j == 0 ? 0 : full[0] & ((uint64_t{1} << (8 * j)) - 1), 0};
+      else if (j < 16) key[1] = j == 8 ? 0 : full[1] & ((uint64_t{1} << (8 * (j - 8))) - 1);
+      ContextTable& t = tables[static_cast<size_t>(j - 1)];
+      const long id = t.find(key);
+      if (id >= 0) {
+        const ContextTable::Context& c = t.context(id);
+        if (c.best > best) {
+          best = c.best;
+          guess = c.prediction;
+        }
+        t.count(id, y, true);
+      } else if (dictionary < kLzMaxDictionary) {
+        t.count(t.insert(key), y, true);
+        ++dictionary;
+      }
+    }
+    if (guess == static_cast<int>(y)) tally.hit();
+    else tally.miss();
+  }
+  return prediction_estimate(tally.correct, len - kLzContext - 1, tally.longest, k);
+}
+
+}  // namespace qe::ea
