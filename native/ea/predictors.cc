@@ -94,8 +94,10 @@ double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
 double lag_estimate(const uint8_t* s, size_t n, int k) {
   constexpr long kLags = 128;
   if (n < 3) return kNotApplicable;
-  std::array<int32_t, kLags> score{};  // score[d] for lag d+1
-  long winner = 0;
+  // by_back[j] scores lag kLags - j, so by_back[j] lines up with s[i - kLags + j].
+  alignas(64) std::array<int32_t, kLags> by_back{};
+  auto score = [&by_back](long d) -> int32_t& { return by_back[static_cast<size_t>(kLags - 1 - d)]; };
+  long winner = 0;  // lag winner + 1
   int32_t high = 0;
   Tally tally;
   for (long i = 1; i < static_cast<long>(n); ++i) {
@@ -104,27 +106,27 @@ double lag_estimate(const uint8_t* s, size_t n, int k) {
     else tally.miss();
     if (i < kLags) {
       for (long d = 0; d < i; ++d)
-        if (s[i - d - 1] == x && ++score[static_cast<size_t>(d)] >= high) {
+        if (s[i - d - 1] == x && ++score(d) >= high) {
           winner = d;
-          high = score[static_cast<size_t>(d)];
+          high = score(d);
         }
       continue;
     }
     // All 128 lags at once (vectorisable). Scores rise by at most one per step, so the
     // sequential "score >= best so far" rule picks the largest matching lag holding the new
     // maximum, if a matching lag reached the old one.
-    const uint8_t* back = s + i - kLags;  // back[j] is lag kLags - j
+    const uint8_t* back = s + i - kLags;
     int32_t best = -1;
-    for (long j = 0; j < kLags; ++j) {
-      const int32_t m = back[j] == x;
-      int32_t& sc = score[static_cast<size_t>(kLags - 1 - j)];
-      sc += m;
-      best = std::max(best, m ? sc : -1);
+    for (size_t j = 0; j < static_cast<size_t>(kLags); ++j) {
+      const int32_t m = back[j] == x ? 1 : 0;
+      by_back[j] += m;
+      const int32_t candidate = m ? by_back[j] : -1;
+      best = candidate > best ? candidate : best;
     }
     if (best >= high) {
-      for (long j = 0; j < kLags; ++j)
-        if (back[j] == x && score[static_cast<size_t>(kLags - 1 - j)] == best) {
-          winner = kLags - 1 - j;
+      for (size_t j = 0; j < static_cast<size_t>(kLags); ++j)
+        if (back[j] == x && by_back[j] == best) {
+          winner = kLags - 1 - static_cast<long>(j);
           high = best;
           break;
         }
@@ -142,7 +144,6 @@ class ContextTable {
   struct Context {
     long best = 0;
     uint8_t prediction = 0;
-    uint32_t followers = 0;  // first follower slot in `counts_`, chained by `next`
   };
 
   ContextTable() { rehash(1024); }
@@ -176,23 +177,18 @@ class ContextTable {
   // Returns true when a new pair was made.
   bool count(long id, uint8_t y, bool make_new) {
     Context& c = contexts_[static_cast<size_t>(id)];
-    // Walk the chain by index: appending to followers_ may move it.
-    uint32_t at = c.followers, tail = 0;
-    while (at != 0 && followers_[at - 1].symbol != y) {
-      tail = at;
-      at = followers_[at - 1].next;
-    }
+    const uint64_t key = (static_cast<uint64_t>(id) << 8 | y) + 1;  // 0 marks an empty slot
+    size_t h = hash({key, 0}) & follower_mask_;
+    while (follower_keys_[h] != 0 && follower_keys_[h] != key) h = (h + 1) & follower_mask_;
     long value;
     bool made = false;
-    if (at != 0) {
-      value = ++followers_[at - 1].count;
+    if (follower_keys_[h] == key) {
+      value = ++follower_counts_[h];
     } else if (make_new) {
-      followers_.push_back({y, 1, 0});
-      const auto added = static_cast<uint32_t>(followers_.size());
-      if (tail == 0) c.followers = added;
-      else followers_[tail - 1].next = added;
-      value = 1;
+      follower_keys_[h] = key;
+      follower_counts_[h] = value = 1;
       made = true;
+      if (++followers_ * 2 > follower_keys_.size()) grow_followers();
     } else {
       return false;
     }
@@ -204,12 +200,6 @@ class ContextTable {
   }
 
  private:
-  struct Follower {
-    uint8_t symbol;
-    long count;
-    uint32_t next;  // 1-based, 0 = end
-  };
-
   static size_t hash(const std::array<uint64_t, 2>& k) {
     uint64_t h = k[0] * 0x9E3779B97F4A7C15ull ^ (k[1] + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
     return static_cast<size_t>(h ^ (h >> 29));
@@ -225,11 +215,31 @@ class ContextTable {
     }
   }
 
+  void grow_followers() {
+    std::vector<uint64_t> keys(follower_keys_.size() * 2, 0);
+    std::vector<long> counts(keys.size(), 0);
+    const size_t mask = keys.size() - 1;
+    for (size_t i = 0; i < follower_keys_.size(); ++i) {
+      if (follower_keys_[i] == 0) continue;
+      size_t h = hash({follower_keys_[i], 0}) & mask;
+      while (keys[h] != 0) h = (h + 1) & mask;
+      keys[h] = follower_keys_[i];
+      counts[h] = follower_counts_[i];
+    }
+    follower_keys_ = std::move(keys);
+    follower_counts_ = std::move(counts);
+    follower_mask_ = follower_keys_.size() - 1;
+  }
+
   std::vector<long> slots_;
   size_t mask_ = 0;
   std::vector<std::array<uint64_t, 2>> keys_;
   std::vector<Context> contexts_;
-  std::vector<Follower> followers_;
+  // (context, follower) -> count, open addressing.
+  std::vector<uint64_t> follower_keys_ = std::vector<uint64_t>(1024, 0);
+  std::vector<long> follower_counts_ = std::vector<long>(1024, 0);
+  size_t follower_mask_ = 1023;
+  size_t followers_ = 0;
 };
 
 // The `len` symbols before position i, most recent first, packed into a 16-byte key.
