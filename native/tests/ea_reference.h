@@ -14,13 +14,6 @@
 
 namespace qe::check {
 
-// Under the sanitizers the 10^6-sample files take minutes; the short ones cover the code.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-
 struct EaReference {
   // "Literal most_common_value" -> value, also "H_bitstring", "H_original", "H_assessed",
   // and every other "<Track> <Estimator>: <field>" pair as written.
