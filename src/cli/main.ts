@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { versionInfo } from '../version.js';
 import { registerSts } from './commands/sts.js';
 import { registerDaemon } from './commands/daemon.js';
+import { registerEa } from './commands/ea.js';
 import { registerFeeder } from './commands/feeder.js';
 import { registerFetch } from './commands/fetch.js';
 import { registerKme } from './commands/kme.js';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerFetch(program);
   registerDaemon(program);
   registerSts(program);
+  registerEa(program);
   registerPki(program);
   registerKme(program);
   registerQuality(program);
