@@ -30,10 +30,41 @@ struct Tally {
 
 // ---- MultiMCW: four sliding windows, each predicting its most common symbol (ties go to
 // the symbol seen most recently); the window with the best score so far makes the guess.
+namespace {
+
+constexpr int kWindows = 4;
+constexpr long kWidth[kWindows] = {63, 255, 1023, 4095};
+
+// Binary data: every window width is odd, so a window's mode is simply its majority bit.
+double binary_multi_mcw(const uint8_t* s, long n) {
+  std::array<long, kWindows> ones{}, score{};
+  std::array<uint8_t, kWindows> frequent{};
+  for (int j = 0; j < kWindows; ++j) {
+    for (long i = 0; i < kWidth[j]; ++i) ones[static_cast<size_t>(j)] += s[i] & 1;
+    frequent[static_cast<size_t>(j)] = 2 * ones[static_cast<size_t>(j)] > kWidth[j];
+  }
+  int winner = 0;
+  Tally tally;
+  for (long i = kWidth[0]; i < n; ++i) {
+    const uint8_t x = s[i] & 1;
+    if (frequent[static_cast<size_t>(winner)] == x) tally.hit();
+    else tally.miss();
+    for (int j = 0; j < kWindows; ++j) {
+      const auto ju = static_cast<size_t>(j);
+      if (i < kWidth[j]) continue;
+      if (frequent[ju] == x && ++score[ju] >= score[static_cast<size_t>(winner)]) winner = j;
+      ones[ju] += x - (s[i - kWidth[j]] & 1);
+      frequent[ju] = 2 * ones[ju] > kWidth[j];
+    }
+  }
+  return prediction_estimate(tally.correct, n - kWidth[0], tally.longest, 2);
+}
+
+}  // namespace
+
 double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
-  constexpr int kWindows = 4;
-  constexpr long kWidth[kWindows] = {63, 255, 1023, 4095};
   if (n < static_cast<size_t>(kWidth[kWindows - 1]) + 1) return kNotApplicable;
+  if (k == 2) return binary_multi_mcw(s, static_cast<long>(n));
   struct Window {
     std::vector<long> count, last;
     long best_count = 0;
@@ -89,11 +120,68 @@ double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
   return prediction_estimate(tally.correct, static_cast<long>(n) - kWidth[0], tally.longest, k);
 }
 
+namespace {
+
+constexpr long kLags = 128;
+
+// Binary data, 64 steps at a time. Scores rise by at most one a step, so in a block of B steps
+// only lags within B of the leader can take the lead: those are replayed step by step with
+// the exact rule; every other lag just gains the number of its matches in the block, one
+// popcount of the block against its shifted copy.
+double binary_lag(const uint8_t* s, long n) {
+  std::vector<uint64_t> packed(static_cast<size_t>(n / 64 + 2), 0);  // MSB first
+  for (long i = 0; i < n; ++i) packed[static_cast<size_t>(i >> 6)] |= static_cast<uint64_t>(s[i] & 1) << (63 - (i & 63));
+  auto bits_at = [&packed](long start) {  // s[start .. start+63], s[start] in the top bit
+    const auto w = static_cast<size_t>(start >> 6);
+    const int r = static_cast<int>(start & 63);
+    return r == 0 ? packed[w] : (packed[w] << r) | (packed[w + 1] >> (64 - r));
+  };
+  std::array<long, kLags> score{};  // score[d] for lag d+1
+  long winner = 0, high = 0;
+  Tally tally;
+  auto step = [&](long i, const long* lags, size_t count) {
+    const uint8_t x = s[i] & 1;
+    if (x == (s[i - winner - 1] & 1)) tally.hit();
+    else tally.miss();
+    for (size_t c = 0; c < count; ++c) {
+      const long d = lags[c];
+      if (d < i && (s[i - d - 1] & 1) == x && ++score[static_cast<size_t>(d)] >= high) {
+        winner = d;
+        high = score[static_cast<size_t>(d)];
+      }
+    }
+  };
+  std::array<long, kLags> all;
+  for (long d = 0; d < kLags; ++d) all[static_cast<size_t>(d)] = d;
+  long i = 1;
+  for (; i < n && i <= kLags; ++i) step(i, all.data(), all.size());  // warm-up: lags start as the data does
+  std::array<long, kLags> candidates;
+  std::array<bool, kLags> is_candidate;
+  while (i < n) {
+    const long block = std::min<long>(64, n - i);
+    size_t count = 0;
+    for (long d = 0; d < kLags; ++d) {
+      is_candidate[static_cast<size_t>(d)] = score[static_cast<size_t>(d)] >= high - block;
+      if (is_candidate[static_cast<size_t>(d)]) candidates[count++] = d;
+    }
+    const uint64_t mask = block == 64 ? ~uint64_t{0} : ~(~uint64_t{0} >> block);
+    const uint64_t here = bits_at(i);
+    for (long d = 0; d < kLags; ++d)
+      if (!is_candidate[static_cast<size_t>(d)])
+        score[static_cast<size_t>(d)] += __builtin_popcountll(~(here ^ bits_at(i - d - 1)) & mask);
+    for (long t = 0; t < block; ++t) step(i + t, candidates.data(), count);
+    i += block;
+  }
+  return prediction_estimate(tally.correct, n - 1, tally.longest, 2);
+}
+
+}  // namespace
+
 // ---- Lag: 128 predictors, lag d guessing the symbol d places back; the best scorer so far
 // (the larger lag on ties) makes the guess.
 double lag_estimate(const uint8_t* s, size_t n, int k) {
-  constexpr long kLags = 128;
   if (n < 3) return kNotApplicable;
+  if (k == 2) return binary_lag(s, static_cast<long>(n));
   // by_back[j] scores lag kLags - j, so by_back[j] lines up with s[i - kLags + j].
   alignas(64) std::array<int32_t, kLags> by_back{};
   auto score = [&by_back](long d) -> int32_t& { return by_back[static_cast<size_t>(kLags - 1 - d)]; };
