@@ -353,44 +353,91 @@ struct BinaryContexts {
   }
 };
 
+// Binary MultiMMC in two phases per chunk of steps. For binary data the 16 models are
+// independent: a context of length m+1 can only have been seen if its length-m suffix was
+// (no cap binds below order 16), so "skip longer models once a context is new" never changes
+// what a model predicts. Phase 1 runs each model alone over the chunk and records, per step,
+// whether it predicted and whether it was right. Phase 2 replays the scoreboard: as in the
+// lag predictor, in a block of 64 steps only models within 64 points of the leader can take
+// the lead; they replay step by step, the others add a popcount.
 double binary_multi_mmc(const uint8_t* s, long n) {
   if (n < kMmcDepth + 2) return kNotApplicable;
-  BinaryContexts ctx(kMmcDepth);
-  std::array<long, kMmcDepth> score{}, entries{};
-  uint32_t pattern = 0;
+  constexpr long kChunk = 1 << 20;  // steps per chunk (a multiple of 64)
+  std::array<std::vector<std::array<uint32_t, 2>>, kMmcDepth> table;
+  std::array<long, kMmcDepth> entries{};
   for (int d = 0; d < kMmcDepth; ++d) {
-    pattern = (pattern << 1) | (s[d] & 1u);
-    ctx.at(d + 1, pattern)[s[d + 1] & 1] = 1;
-    entries[static_cast<size_t>(d)] = 1;
+    const auto du = static_cast<size_t>(d);
+    table[du].assign(size_t{1} << (d + 1), {0, 0});
+    uint32_t c = 0;
+    for (int j = 0; j <= d; ++j) c = (c << 1) | (s[j] & 1u);
+    table[du][c][s[d + 1] & 1] = 1;  // the first (context, follower) pair of each order
+    entries[du] = 1;
   }
+  std::array<std::vector<uint64_t>, kMmcDepth> predicted, right;
+  for (int d = 0; d < kMmcDepth; ++d) {
+    predicted[static_cast<size_t>(d)].assign(kChunk / 64, 0);
+    right[static_cast<size_t>(d)].assign(kChunk / 64, 0);
+  }
+  std::array<long, kMmcDepth> score{};
   int winner = 0;
   Tally tally;
-  for (long i = 2; i < n; ++i) {
-    const int current = winner;
-    const unsigned y = s[i] & 1u;
-    bool found = false;
-    pattern = 0;
-    for (int d = 0; d < kMmcDepth && d <= i - 2; ++d) {
-      pattern |= static_cast<uint32_t>(s[i - d - 1] & 1u) << d;  // (s[i-d-1] .. s[i-1])
-      auto& e = ctx.at(d + 1, pattern);
-      unsigned guess = 0;
-      if (d == 0 || found) {
-        guess = e[0] > e[1] ? 0 : 1;
-        found = e[guess] != 0;
-      }
-      long& made = entries[static_cast<size_t>(d)];
-      if (found) {
-        if (guess == y) {
-          if (++score[static_cast<size_t>(d)] >= score[static_cast<size_t>(winner)]) winner = d;
-          if (d == current) tally.hit();
-        } else if (d == current) {
-          tally.miss();
+  for (long chunk = 2; chunk < n; chunk += kChunk) {
+    const long end = std::min(n, chunk + kChunk);
+    for (int d = 0; d < kMmcDepth; ++d) {
+      const auto du = static_cast<size_t>(d);
+      auto& t = table[du];
+      uint64_t* pw = predicted[du].data();
+      uint64_t* rw = right[du].data();
+      std::fill(predicted[du].begin(), predicted[du].end(), 0);
+      std::fill(right[du].begin(), right[du].end(), 0);
+      const uint32_t mask = (2u << d) - 1;
+      long made = entries[du];
+      const long first = std::max<long>(chunk, d + 2);  // order d+1 predicts from step d+2
+      uint32_t c = 0;
+      if (first < end)
+        for (long j = first - d - 1; j < first; ++j) c = (c << 1) | (s[j] & 1u);
+      for (long i = first; i < end; ++i) {
+        auto& e = t[c & mask];
+        const unsigned y = s[i] & 1u;
+        const unsigned guess = e[0] > e[1] ? 0 : 1;
+        const long k = i - chunk;
+        if (e[guess] != 0) {
+          pw[k >> 6] |= uint64_t{1} << (k & 63);
+          rw[k >> 6] |= static_cast<uint64_t>(guess == y) << (k & 63);
+          if (e[y] != 0) ++e[y];
+          else if (made < kMmcMaxEntries) e[y] = 1, ++made;
+        } else if (made < kMmcMaxEntries) {
+          e[y] = 1;
+          ++made;
         }
-        if (e[y] != 0) ++e[y];
-        else if (made < kMmcMaxEntries) e[y] = 1, ++made;
-      } else if (made < kMmcMaxEntries) {
-        ++e[y];
-        ++made;
+        c = (c << 1) | y;
+      }
+      entries[du] = made;
+    }
+    // Phase 2: the scoreboard over this chunk.
+    for (long b = chunk; b < end; b += 64) {
+      const long block = std::min<long>(64, end - b);
+      const long w = (b - chunk) >> 6;
+      const long high = score[static_cast<size_t>(winner)];
+      std::array<int, kMmcDepth> near;
+      size_t count = 0;
+      for (int d = 0; d < kMmcDepth; ++d) {
+        const auto du = static_cast<size_t>(d);
+        if (score[du] >= high - block) near[count++] = d;
+        else score[du] += __builtin_popcountll(right[du][static_cast<size_t>(w)]);
+      }
+      for (long t = 0; t < block; ++t) {
+        const int current = winner;
+        const auto cu = static_cast<size_t>(current);
+        if ((predicted[cu][static_cast<size_t>(w)] >> t) & 1) {
+          if ((right[cu][static_cast<size_t>(w)] >> t) & 1) tally.hit();
+          else tally.miss();
+        }
+        for (size_t c = 0; c < count; ++c) {
+          const auto du = static_cast<size_t>(near[c]);
+          if (((right[du][static_cast<size_t>(w)] >> t) & 1) && ++score[du] >= score[static_cast<size_t>(winner)])
+            winner = near[c];
+        }
       }
     }
   }
