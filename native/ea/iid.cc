@@ -392,22 +392,23 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
       std::memcpy(words, seed.data(), 32);
       mix ^= th * 0xD1B54A32D192ED03ull;
       for (int i = 0; i < 4; ++i) rng.s[i] = words[i] ^ splitmix(mix);
-      std::vector<uint8_t> sym(d.sym, d.sym + d.n), raw(d.raw, d.raw + d.n);
+      std::vector<uint8_t> sym(d.sym, d.sym + d.n), raw(d.n);
+      // The translation is one-to-one, so only the symbols are shuffled and the raw values
+      // are read back through the inverse table when a statistic needs them.
+      std::array<uint8_t, 256> raw_of{};
+      for (size_t i = 0; i < d.n; ++i) raw_of[d.sym[i]] = d.raw[i];
       Scratch w;
       Stats tp{};
       while (!settled.load() && claimed.fetch_add(1) < options.shuffles) {
-        // Shuffle symbols and raw values together (Fisher-Yates). Reshuffling the previous
-        // permutation is as uniform as shuffling the original.
-        for (size_t i = d.n - 1; i > 0; --i) {
-          const auto r = static_cast<size_t>(rng.upto(i));
-          std::swap(sym[r], sym[i]);
-          std::swap(raw[r], raw[i]);
-        }
+        // Fisher-Yates. Reshuffling the previous permutation is as uniform as shuffling the original.
+        for (size_t i = d.n - 1; i > 0; --i) std::swap(sym[static_cast<size_t>(rng.upto(i))], sym[i]);
         Active on;
         {
           const std::lock_guard<std::mutex> g(lock);
           on = active;
         }
+        if (on[0] || on[18] || (d.k != 2 && any(on, 13, 17)))
+          for (size_t i = 0; i < d.n; ++i) raw[i] = raw_of[sym[i]];
         compute(d, sym.data(), raw.data(), on, tp, w);
         {
           const std::lock_guard<std::mutex> g(lock);
