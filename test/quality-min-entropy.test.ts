@@ -9,6 +9,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 
 import { buildQualityApp } from '../src/quality/api.js';
 import { QualityRunner } from '../src/quality/run.js';
+import { formatRunReport } from '../src/quality/text-report.js';
 import type { QualityBitSource } from '../src/quality/sources.js';
 import { QualityStore } from '../src/quality/store.js';
 import type { Db } from '../src/storage/db.js';
@@ -71,6 +72,10 @@ describeEachEngine('quality runs carry min-entropy', (engine) => {
       const report = (await app.inject({ url: `/api/v1/runs/${outcome.id}` })).json() as { min_entropy: { samples: number } & typeof NIST };
       expect(report.min_entropy.samples).toBe(1_000_000);
       expectNist(report.min_entropy);
+      // `qentropy quality run` / `quality report` print it in the header.
+      expect(formatRunReport({ id: outcome.id, ...report })).toContain(
+        `min-entropy: ${NIST.assessed.toFixed(6)} bits per byte (SP 800-90B non-IID on 1000000 bytes`,
+      );
 
       const runs = (await app.inject({ url: '/api/v1/runs?num=5' })).json() as { id: number; min_entropy: typeof NIST | null }[];
       expect(runs).toHaveLength(2);
