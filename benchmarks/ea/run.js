@@ -73,6 +73,8 @@ const files = [
 ];
 
 console.log(`SP 800-90B assessment benchmark, ${os.cpus()[0]?.model ?? 'cpu'}, ${cores} cores, load average ${os.loadavg()[0].toFixed(1)}`);
+// Our figures include starting Node and loading the CLI; this is that fixed cost.
+console.log(`qentropy process start-up (qentropy version): ${run(process.execPath, [cli, 'version']).seconds.toFixed(2)} s, included below`);
 console.log(nistDir ? `NIST tool: ${nistDir}` : 'NIST tool: NIST_EA_DIR not set; showing the reference times recorded with the vectors');
 console.log('');
 const pad = (s, n) => String(s).padEnd(n);
