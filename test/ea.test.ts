@@ -101,7 +101,8 @@ describe('non-IID track against NIST', () => {
     expect(Object.keys(json)).toEqual(['samples', 'bits_per_symbol', 'non_iid']);
     expect(json.samples).toBe(10000);
     expect(json.bits_per_symbol).toBe(8);
-    expect(Object.keys(json.non_iid!)).toEqual(['literal', 'bitstring', 'h_original', 'h_bitstring', 'h_assessed']);
+    expect(Object.keys(json.non_iid!)).toEqual(['literal', 'bitstring', 'h_original', 'h_bitstring', 'h_bitstring_per_symbol', 'h_assessed']);
+    expectClose(json.non_iid!.h_bitstring_per_symbol, 8 * readReference('rand8_short.non_iid.res').values.H_bitstring!, 'H_bitstring per symbol');
     expect(Object.keys(json.non_iid!.literal!)).toEqual([...ESTIMATORS]);
     expect(Object.keys(json.non_iid!.bitstring!)).toEqual([...ESTIMATORS]);
     // Collision, Markov and compression are for binary data: null on 8-bit literal symbols.

@@ -13,6 +13,7 @@ export interface EaJson {
     bitstring: Estimates | null;
     h_original: number | null;
     h_bitstring: number | null;
+    h_bitstring_per_symbol: number | null;
     h_assessed: number;
   };
   iid?: {
@@ -56,6 +57,7 @@ export function toJson(a: NativeAssessment, restartEntropy?: number): EaJson {
       bitstring: estimates(a.nonIid.bitstring),
       h_original: a.nonIid.hOriginal,
       h_bitstring: a.nonIid.hBitstring,
+      h_bitstring_per_symbol: a.nonIid.hBitstring === null ? null : a.nonIid.hBitstring * a.bitsPerSymbol,
       h_assessed: a.nonIid.hAssessed,
     };
   }
