@@ -229,6 +229,7 @@ namespace {
 // prediction: the most frequent follower, the larger symbol on ties.
 class ContextTable {
  public:
+  using Key = std::array<uint64_t, 2>;
   struct Context {
     long best = 0;
     uint8_t prediction = 0;
@@ -236,25 +237,22 @@ class ContextTable {
 
   ContextTable() { rehash(1024); }
 
-  // Index of the context, or -1.
-  long find(const std::array<uint64_t, 2>& key) const {
-    for (size_t h = hash(key) & mask_;; h = (h + 1) & mask_) {
-      const long id = slots_[h];
-      if (id < 0) return -1;
-      if (keys_[static_cast<size_t>(id)] == key) return id;
+  // Index of the context, or -1. The key sits in the slot, so a probe is one cache line.
+  long find(const Key& key) const {
+    for (size_t h = hash(key[0], key[1]) & mask_;; h = (h + 1) & mask_) {
+      const Slot& slot = slots_[h];
+      if (slot.id < 0) return -1;
+      if (slot.k0 == key[0] && slot.k1 == key[1]) return slot.id;
     }
   }
 
-  long insert(const std::array<uint64_t, 2>& key) {
+  long insert(const Key& key) {
     if ((contexts_.size() + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
-    size_t h = hash(key) & mask_;
-    while (slots_[h] >= 0) {
-      if (keys_[static_cast<size_t>(slots_[h])] == key) return slots_[h];
-      h = (h + 1) & mask_;
-    }
+    size_t h = hash(key[0], key[1]) & mask_;
+    for (; slots_[h].id >= 0; h = (h + 1) & mask_)
+      if (slots_[h].k0 == key[0] && slots_[h].k1 == key[1]) return slots_[h].id;
     const long id = static_cast<long>(contexts_.size());
-    slots_[h] = id;
-    keys_.push_back(key);
+    slots_[h] = {key[0], key[1], id};
     contexts_.push_back({});
     return id;
   }
@@ -266,17 +264,17 @@ class ContextTable {
   bool count(long id, uint8_t y, bool make_new) {
     Context& c = contexts_[static_cast<size_t>(id)];
     const uint64_t key = (static_cast<uint64_t>(id) << 8 | y) + 1;  // 0 marks an empty slot
-    size_t h = hash({key, 0}) & follower_mask_;
-    while (follower_keys_[h] != 0 && follower_keys_[h] != key) h = (h + 1) & follower_mask_;
+    size_t h = hash(key, 0) & follower_mask_;
+    while (followers_[h].key != 0 && followers_[h].key != key) h = (h + 1) & follower_mask_;
     long value;
     bool made = false;
-    if (follower_keys_[h] == key) {
-      value = ++follower_counts_[h];
+    if (followers_[h].key == key) {
+      value = ++followers_[h].count;
     } else if (make_new) {
-      follower_keys_[h] = key;
-      follower_counts_[h] = value = 1;
+      followers_[h] = {key, 1};
+      value = 1;
       made = true;
-      if (++followers_ * 2 > follower_keys_.size()) grow_followers();
+      if (++follower_count_ * 2 > followers_.size()) grow_followers();
     } else {
       return false;
     }
@@ -288,46 +286,51 @@ class ContextTable {
   }
 
  private:
-  static size_t hash(const std::array<uint64_t, 2>& k) {
-    uint64_t h = k[0] * 0x9E3779B97F4A7C15ull ^ (k[1] + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+  struct Slot {
+    uint64_t k0, k1;
+    long id;
+  };
+  struct Follower {
+    uint64_t key;  // (context << 8 | symbol) + 1; 0 = empty
+    long count;
+  };
+
+  static size_t hash(uint64_t a, uint64_t b) {
+    const uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
     return static_cast<size_t>(h ^ (h >> 29));
   }
 
   void rehash(size_t size) {
-    slots_.assign(size, -1);
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(size, {0, 0, -1});
     mask_ = size - 1;
-    for (size_t id = 0; id < keys_.size(); ++id) {
-      size_t h = hash(keys_[id]) & mask_;
-      while (slots_[h] >= 0) h = (h + 1) & mask_;
-      slots_[h] = static_cast<long>(id);
+    for (const Slot& slot : old) {
+      if (slot.id < 0) continue;
+      size_t h = hash(slot.k0, slot.k1) & mask_;
+      while (slots_[h].id >= 0) h = (h + 1) & mask_;
+      slots_[h] = slot;
     }
   }
 
   void grow_followers() {
-    std::vector<uint64_t> keys(follower_keys_.size() * 2, 0);
-    std::vector<long> counts(keys.size(), 0);
-    const size_t mask = keys.size() - 1;
-    for (size_t i = 0; i < follower_keys_.size(); ++i) {
-      if (follower_keys_[i] == 0) continue;
-      size_t h = hash({follower_keys_[i], 0}) & mask;
-      while (keys[h] != 0) h = (h + 1) & mask;
-      keys[h] = follower_keys_[i];
-      counts[h] = follower_counts_[i];
+    std::vector<Follower> old = std::move(followers_);
+    followers_.assign(old.size() * 2, {0, 0});
+    follower_mask_ = followers_.size() - 1;
+    for (const Follower& f : old) {
+      if (f.key == 0) continue;
+      size_t h = hash(f.key, 0) & follower_mask_;
+      while (followers_[h].key != 0) h = (h + 1) & follower_mask_;
+      followers_[h] = f;
     }
-    follower_keys_ = std::move(keys);
-    follower_counts_ = std::move(counts);
-    follower_mask_ = follower_keys_.size() - 1;
   }
 
-  std::vector<long> slots_;
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
-  std::vector<std::array<uint64_t, 2>> keys_;
   std::vector<Context> contexts_;
   // (context, follower) -> count, open addressing.
-  std::vector<uint64_t> follower_keys_ = std::vector<uint64_t>(1024, 0);
-  std::vector<long> follower_counts_ = std::vector<long>(1024, 0);
+  std::vector<Follower> followers_ = std::vector<Follower>(1024, Follower{0, 0});
   size_t follower_mask_ = 1023;
-  size_t followers_ = 0;
+  size_t follower_count_ = 0;
 };
 
 // The `len` symbols before position i, most recent first, packed into a 16-byte key.
