@@ -2,7 +2,7 @@
 // side on the same 10^6-sample files (NIST's own truerand_8bit, truerand_4bit and
 // truerand_1bit from ../shared/vectors/sp800-90b), one thread and every core.
 //
-//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid]
+//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid --files 8-bit,4-bit,1-bit]
 //
 // NIST's tool is not part of the project: point NIST_EA_DIR at a directory holding
 // ea_non_iid and ea_iid built from usnistgov/SP800-90B_EntropyAssessment (see
@@ -27,6 +27,7 @@ function arg(name, fallback) {
 }
 const repeat = Number(arg('repeat', '1'));
 const tracks = arg('tracks', 'non-iid,iid').split(',');
+const only = arg('files', '8-bit,4-bit,1-bit').split(',');
 const cores = os.availableParallelism();
 const nistDir = process.env.NIST_EA_DIR;
 
@@ -81,7 +82,7 @@ const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
 console.log(`${pad('run', 22)}${lpad('threads', 8)}${lpad('qentropy', 11)}${lpad('NIST', 12)}${lpad('speed-up', 10)}   assessed (ours / NIST)`);
 for (const track of tracks) {
-  for (const [label, name] of files) {
+  for (const [label, name] of files.filter(([label]) => only.includes(label))) {
     const file = path.join(vectors, name);
     for (const threads of [...new Set([1, cores])]) {
       const o = ours(track, file, threads);
