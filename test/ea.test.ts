@@ -253,6 +253,9 @@ describe('off the event loop', () => {
       clearInterval(timer);
     }
     expect(ticks).toBeGreaterThan(5);
+    // Real progress from the worker threads, in order, ending at 100%.
+    expect(seen.some((f) => f > 0 && f < 1)).toBe(true);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
     expect(seen.at(-1)).toBe(1);
   });
 });

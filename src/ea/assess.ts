@@ -94,8 +94,20 @@ export async function assessBytes(data: Uint8Array, options: AssessOptions = {})
   }
   checkSize(data.length, k ?? Math.max(width, 1), options);
   const track = options.track ?? 'non-iid';
+  // Progress comes from worker threads through a queue that may still deliver after the
+  // result: pass on only advances, nothing after the end, and always end at 100%.
+  let best = 0;
+  let finished = false;
+  const report = options.onProgress;
+  const onProgress = report
+    ? (done: number, total: number) => {
+        if (finished || done / total <= best) return;
+        best = done / total;
+        report(done, total);
+      }
+    : undefined;
   try {
-    return await eaAddon().eaAssess(
+    const result = await eaAddon().eaAssess(
       data,
       {
         bitsPerSymbol: k ?? 0,
@@ -107,9 +119,13 @@ export async function assessBytes(data: Uint8Array, options: AssessOptions = {})
         ...(options.shuffles !== undefined ? { shuffles: options.shuffles } : {}),
         ...(options.restartEntropy !== undefined ? { restartEntropy: options.restartEntropy } : {}),
       },
-      options.onProgress,
+      onProgress,
     );
+    finished = true;
+    if (report && best < 1) report(1, 1);
+    return result;
   } catch (err) {
+    finished = true;
     if ((err as { code?: string }).code === 'EA_INPUT') throw new EaInputError((err as Error).message);
     throw err;
   }
