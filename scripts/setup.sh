@@ -11,10 +11,11 @@
 #   util-linux libcap2-bin     setpriv/capsh, to test the kernel sink without privileges
 #   rng-tools5                 rngd, the baseline of the feeder benchmark
 #   chromium                   the real browser the quality page's tests drive (playwright-core)
+#   libbz2-dev                 bzip2, the SP 800-90B permutation test's compression statistic
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium)
+packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium libbz2-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

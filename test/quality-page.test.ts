@@ -142,7 +142,9 @@ describeEachEngine('quality page server', (engine) => {
     );
     expect(nonOverlapping.outside).toEqual(report.subTests.filter((st) => st.test === 'non_overlapping_template').map((st) => st.sampleSize > 0 && !st.proportionOk));
     expect(view.criteria?.strictly_failing).toBe(true);
-    expect(view.minEntropy).toBeNull();
+    // Every run now carries the SP 800-90B assessment of its bytes (issue 15): the page shows it.
+    const stored = (report as unknown as { min_entropy: { h_original: number; h_bitstring: number; assessed: number } }).min_entropy;
+    expect(view.minEntropy).toEqual({ assessed: stored.assessed, original: stored.h_original, bitstring: stored.h_bitstring });
   });
 
   it('failing list and the kept bits of a failing run, byte for byte', async () => {

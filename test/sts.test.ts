@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { main } from '../src/cli/main.js';
 import {
   aperiodicTemplates,
   runBattery,
@@ -19,6 +18,7 @@ import {
   TEST_NAMES,
   type BatteryResult,
 } from '../src/sts/index.js';
+import { cli } from './helpers/cli.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const vectors = path.resolve(repoRoot, '..', 'shared', 'vectors');
@@ -57,29 +57,6 @@ function expectMatchesReference(tests: Record<string, (number | null)[] | undefi
       if (w === null) expect(got![i], `${name}[${i}]`).toBeNull();
       else expect(Math.abs(got![i]! - w), `${name}[${i}]: ${got![i]} vs ${w}`).toBeLessThanOrEqual(1e-6 + 1e-12);
     });
-  }
-}
-
-/** Runs the CLI in this process, capturing what it writes. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = process.stdout.write.bind(process.stdout);
-  const err = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    stdout += chunk.toString();
-    return true;
-  }) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    stderr += chunk.toString();
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    const code = await main(args);
-    return { code, stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
   }
 }
 

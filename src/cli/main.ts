@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   fetch: async () => (await import('./commands/fetch.js')).registerFetch,
   daemon: async () => (await import('./commands/daemon.js')).registerDaemon,
   sts: async () => (await import('./commands/sts.js')).registerSts,
+  ea: async () => (await import('./commands/ea.js')).registerEa,
   pki: async () => (await import('./commands/pki.js')).registerPki,
   kme: async () => (await import('./commands/kme.js')).registerKme,
   quality: async () => (await import('./commands/quality.js')).registerQuality,

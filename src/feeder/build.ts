@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import type { Logger } from 'pino';
 
 import type { FeederConfig } from '../config/sections/feeder.js';
+import { cappedCredit, healthMinEntropy, readAssessment } from '../ea/index.js';
 import type { FeedBuffer } from './buffer.js';
 import { Feeder } from './feeder.js';
 import { FileSink } from './sinks/file.js';
@@ -36,6 +37,9 @@ export interface BuildFeederOptions {
 }
 
 export async function buildFeeder(config: FeederConfig, options: BuildFeederOptions): Promise<Feeder> {
+  // An SP 800-90B assessment of the source, when configured, sets the health tests' H and
+  // caps what the kernel is told the bytes are worth.
+  const assessed = config.health.assessment ? await readAssessment(config.health.assessment, 'feeder.health.assessment') : undefined;
   const sources: FeederSourceOptions[] = [];
   for (const [i, src] of config.sources.entries()) {
     const token = src.tokenFile ? await readSecret(src.tokenFile, `feeder.sources.${i}.tokenFile`) : src.token!;
@@ -49,7 +53,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
       token,
       ...(ca ? { ca } : {}),
       blocksPerRequest: src.blocksPerRequest,
-      minEntropyPerByte: config.health.minEntropyPerByte,
+      minEntropyPerByte: healthMinEntropy(config.health.minEntropyPerByte, assessed),
       fips140: config.health.fips140,
       failureLimit: config.health.failureLimit,
       retryAfterMs: config.health.retryAfterMs,
@@ -61,7 +65,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
     sinks.push(
       new KernelSink({
         device: config.kernel.device,
-        creditBitsPerByte: config.kernel.creditBitsPerByte,
+        creditBitsPerByte: cappedCredit(config.kernel.creditBitsPerByte, assessed),
         bytes: config.kernel.bytes,
         intervalMs: config.kernel.intervalMs,
       }),

@@ -5,6 +5,7 @@
 //   GET /api/v1/failing_random?num=&randsize=
 //   GET /api/v1/runs?num=          (beyond the spec: newest runs, errors included)
 //   GET /api/v1/runs/{id}          (beyond the spec: the full per-run report)
+//   GET /metrics                    (Prometheus: the newest run's SP 800-90B min-entropy)
 // Responses that carry `random` are streamed: up to 100 records x 5,242,880 characters is
 // about 500 MB of JSON, so the bits are read from storage in slices and expanded to text
 // chunk by chunk (native), at the pace the client reads.
@@ -15,6 +16,7 @@ import type { LoggerOptions } from 'pino';
 
 import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
 import { bitsToText } from './bitstring.js';
+import { createQualityMetrics } from './metrics.js';
 import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
 import { imfFixdate, simplify } from './record.js';
 import { StorageUnavailableError, type ListedRun, type QualityStore } from './store.js';
@@ -108,6 +110,12 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     return stream(reply, failedRandoms(runs, q.randsize));
   });
 
+  const metrics = createQualityMetrics(store);
+  app.get('/metrics', async (_request, reply) => {
+    const text = await metrics.metrics();
+    return reply.type(metrics.contentType).send(text);
+  });
+
   app.get('/api/v1/runs', async (request, reply) => {
     const q = parseQuery(request.query, ENDPOINT_PARAMS.runs);
     const runs = await store.listRuns(q.num);
@@ -121,6 +129,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
         tests_passed: r.testsPassed,
         strictly_failing: r.strictlyFailing,
         loosely_failing: r.looselyFailing,
+        min_entropy: r.minEntropy,
         ...(r.error !== null ? { error: r.error } : {}),
       })),
     );

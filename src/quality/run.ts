@@ -4,6 +4,7 @@
 // or times out gives an error run, never a statistical failure.
 import { runBattery } from '../sts/battery.js';
 import type { BatteryResult, StsParams } from '../sts/types.js';
+import { assessRunMinEntropy, type RunMinEntropy } from './min-entropy.js';
 import { buildRecord, imfFixdate, unixSeconds, type TestResultRecord } from './record.js';
 import type { QualityBitSource } from './sources.js';
 import { KEPT_BITS, type NewRun, type QualityStore } from './store.js';
@@ -87,6 +88,17 @@ export class QualityRunner {
     }
     const batteryMs = performance.now() - batteryStarted;
     const cpu = process.cpuUsage(cpuStarted);
+    // SP 800-90B min-entropy of the same bytes. An assessment failure leaves it null and
+    // never turns a completed STS run into an error run.
+    const assessStarted = performance.now();
+    let minEntropy: RunMinEntropy | null = null;
+    let minEntropyError: string | undefined;
+    try {
+      minEntropy = await assessRunMinEntropy(data, this.options.threads ?? 1);
+    } catch (err) {
+      minEntropyError = errorText(err);
+    }
+    const assessMs = performance.now() - assessStarted;
     const completedMs = this.now();
     const criteria = result.summary.criteria;
     const record = buildRecord(criteria, completedMs);
@@ -104,12 +116,15 @@ export class QualityRunner {
       strictlyFailing: criteria.strictly_failing,
       looselyFailing: criteria.loosely_failing,
       repetitionFlagged: result.summary.repetition.flagged,
+      minEntropy,
       report: buildReport(result, {
         source: source.name,
         startedMs,
         completedMs,
         record,
-        timings: { drawMs, batteryMs, batteryCpuMs: (cpu.user + cpu.system) / 1000 },
+        timings: { drawMs, batteryMs, batteryCpuMs: (cpu.user + cpu.system) / 1000, assessMs },
+        minEntropy,
+        ...(minEntropyError ? { minEntropyError } : {}),
         threads: this.options.threads ?? 1,
         keptBits: keep ? keptBits : 0,
         keptUntilMs: keep && !criteria.loosely_failing ? completedMs + keepMs : null,
@@ -163,7 +178,9 @@ interface ReportContext {
   startedMs: number;
   completedMs: number;
   record: TestResultRecord;
-  timings: { drawMs: number; batteryMs: number; batteryCpuMs: number };
+  timings: { drawMs: number; batteryMs: number; batteryCpuMs: number; assessMs: number };
+  minEntropy: RunMinEntropy | null;
+  minEntropyError?: string;
   threads: number;
   keptBits: number;
   keptUntilMs: number | null;
@@ -191,7 +208,11 @@ export function buildReport(result: BatteryResult, ctx: ReportContext): Record<s
       drawMs: round(ctx.timings.drawMs),
       batteryMs: round(ctx.timings.batteryMs),
       batteryCpuMs: round(ctx.timings.batteryCpuMs),
+      assessMs: round(ctx.timings.assessMs),
     },
+    /** SP 800-90B non-IID assessment of the run's first 10^6 bytes (docs/quality.md). */
+    min_entropy: ctx.minEntropy,
+    ...(ctx.minEntropyError ? { min_entropy_error: ctx.minEntropyError } : {}),
     uniformity: s.uniformity,
     proportionFlags: s.proportionFlags,
     uniformityFlags: s.uniformityFlags,

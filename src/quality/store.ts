@@ -3,6 +3,7 @@
 // passing runs when configured) the first 5,242,880 bits of the tested data in a table
 // of its own, read back in slices so a response never holds a whole run's bits.
 import type { Db, Queryable } from '../storage/db.js';
+import type { RunMinEntropy } from './min-entropy.js';
 import type { TestResultRecord } from './record.js';
 import { buildRecordFromRow, type RecordColumns } from './rows.js';
 
@@ -42,6 +43,11 @@ export const QUALITY_MIGRATIONS = [
      run_id BIGINT PRIMARY KEY,
      data {{BYTES}} NOT NULL
    );`,
+  // SP 800-90B min-entropy of each completed run (src/quality/min-entropy.ts); NULL for error
+  // runs and runs stored before it existed.
+  `ALTER TABLE quality_runs ADD COLUMN min_entropy DOUBLE PRECISION;
+   ALTER TABLE quality_runs ADD COLUMN min_entropy_original DOUBLE PRECISION;
+   ALTER TABLE quality_runs ADD COLUMN min_entropy_bitstring DOUBLE PRECISION;`,
 ];
 
 /** The storage could not be reached or failed: the APIs answer 503. */
@@ -72,6 +78,8 @@ export interface NewRun {
   report: object;
   /** Tested bits to keep (at most KEPT_BITS of them), or undefined. */
   data?: { bytes: Uint8Array; bits: number; expiresMs: number | null };
+  /** SP 800-90B assessment of the run's bytes (completed runs). */
+  minEntropy?: RunMinEntropy | null;
 }
 
 /** A quality_runs row: the record's columns (rows.ts) plus the run's bookkeeping. */
@@ -87,6 +95,9 @@ export interface StoredRunRow extends RecordColumns {
   repetition_flagged: number;
   error: string | null;
   data_bits: number;
+  min_entropy: number | null;
+  min_entropy_original: number | null;
+  min_entropy_bitstring: number | null;
 }
 
 /** A listed run: its published record, id and how many tested bits are kept. */
@@ -105,6 +116,7 @@ export interface RunSummary {
   strictlyFailing: boolean;
   looselyFailing: boolean;
   error: string | null;
+  minEntropy: { h_original: number; h_bitstring: number; assessed: number } | null;
 }
 
 function toRunRow(row: StoredRunRow): RunRow {
@@ -123,7 +135,8 @@ function toRunRow(row: StoredRunRow): RunRow {
 
 const LIST_COLUMNS = `id, status, started_ms, completed_ms, source, streams, bits_per_stream, tests_passed,
   nist_all_passed, nist_fails, nist_passes, nist_success_rate, uniformity_all_passed, uniformity_fails,
-  uniformity_passes, uniformity_success_rate, strictly_failing, loosely_failing, repetition_flagged, error, data_bits`;
+  uniformity_passes, uniformity_success_rate, strictly_failing, loosely_failing, repetition_flagged, error, data_bits,
+  min_entropy, min_entropy_original, min_entropy_bitstring`;
 
 /** A run as the quality page's timeline shows it: bookkeeping plus, when completed, its record. */
 export interface RunRow {
@@ -165,8 +178,9 @@ export class QualityStore {
           `INSERT INTO quality_runs (status, started_ms, completed_ms, source, streams, bits_per_stream,
              tests_passed, nist_all_passed, nist_fails, nist_passes, nist_success_rate,
              uniformity_all_passed, uniformity_fails, uniformity_passes, uniformity_success_rate,
-             strictly_failing, loosely_failing, repetition_flagged, error, report, data_bits, data_expires_ms)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+             strictly_failing, loosely_failing, repetition_flagged, error, report, data_bits, data_expires_ms,
+             min_entropy, min_entropy_original, min_entropy_bitstring)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
            RETURNING id`,
           [
             run.status, run.startedMs, run.completedMs, run.source, run.streams, run.bitsPerStream,
@@ -175,6 +189,7 @@ export class QualityStore {
             r?.uniformity_passes ?? 0, r?.uniformity_success_rate ?? null,
             run.strictlyFailing ?? false, run.looselyFailing ?? false, run.repetitionFlagged ?? false,
             run.error ?? null, JSON.stringify(run.report), run.data?.bits ?? 0, run.data?.expiresMs ?? null,
+            run.minEntropy?.assessed ?? null, run.minEntropy?.h_original ?? null, run.minEntropy?.h_bitstring ?? null,
           ],
         );
         const id = Number(row!.id);
@@ -222,6 +237,14 @@ export class QualityStore {
       strictlyFailing: Boolean(row.strictly_failing),
       looselyFailing: Boolean(row.loosely_failing),
       error: row.error,
+      minEntropy:
+        row.min_entropy === null || row.min_entropy === undefined
+          ? null
+          : {
+              h_original: Number(row.min_entropy_original),
+              h_bitstring: Number(row.min_entropy_bitstring),
+              assessed: Number(row.min_entropy),
+            },
     }));
   }
 

@@ -24,6 +24,7 @@ interface StoredReport {
   sequenceNotes?: { sequence: number; notes: SequenceResult['notes'] }[];
   keptBits?: number;
   timings?: { drawMs?: number; batteryMs?: number; batteryCpuMs?: number };
+  min_entropy?: { samples: number; h_original: number; h_bitstring: number; assessed: number } | null;
 }
 
 /** The battery result a stored report describes (per-sequence P-values are not stored). */
@@ -67,6 +68,13 @@ export function formatRunReport(report: Record<string, unknown>): string {
   }
   if (r.timings?.batteryMs !== undefined) {
     head.push(`  timings:   draw ${(r.timings.drawMs! / 1000).toFixed(1)} s, battery ${(r.timings.batteryMs / 1000).toFixed(1)} s (CPU ${((r.timings.batteryCpuMs ?? 0) / 1000).toFixed(1)} s)`);
+  }
+  if (r.min_entropy) {
+    const m = r.min_entropy;
+    head.push(
+      `  min-entropy: ${m.assessed.toFixed(6)} bits per byte (SP 800-90B non-IID on ${m.samples} bytes: ` +
+        `H_original ${m.h_original.toFixed(6)}, H_bitstring ${m.h_bitstring.toFixed(6)} per bit)`,
+    );
   }
   head.push(`  kept bits: ${r.keptBits ?? 0}`, '');
   return `${head.join('\n')}\n${formatReport(toBatteryResult(r), { source: r.source ?? 'input' })}`;

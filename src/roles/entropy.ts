@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 
 import { AccountStore } from '../accounts/index.js';
+import { healthMinEntropy, readAssessment } from '../ea/index.js';
 import { EntropyPool, PoolFiller } from '../pool/index.js';
 import { accountsFromStore } from '../server/account-store.js';
 import { buildEntropyApp } from '../server/app.js';
@@ -26,7 +27,7 @@ export interface EntropyRoleConfig {
   source: string;
   upstream?: { url: string; token?: string; tokenFile?: string; caFile?: string; blocksPerRequest?: number };
   pool?: { capacityBytes?: number; lowWaterBytes?: number; chunkBytes?: number };
-  health?: { minEntropyPerByte?: number; failureLimit?: number };
+  health?: { minEntropyPerByte?: number; assessment?: string; failureLimit?: number };
   /** sqlite:PATH or postgres://... */
   storageUrl: string;
   logRequests?: boolean;
@@ -73,7 +74,9 @@ export class EntropyRole implements Role {
       this.logger.warn({ host: config.listen.host }, 'serving plain HTTP on a non-loopback address: put a TLS proxy in front');
     }
     const spec = parseSourceSpec(config.source);
-    const minEntropy = config.health?.minEntropyPerByte ?? 7.5;
+    // H for the SP 800-90B health tests: configured, or lowered to an assessment of the source.
+    const assessed = config.health?.assessment ? await readAssessment(config.health.assessment, 'entropy.health.assessment') : undefined;
+    const minEntropy = healthMinEntropy(config.health?.minEntropyPerByte ?? 7.5, assessed);
     const upstream = config.upstream ? await this.upstreamOptions(config.upstream) : undefined;
     this.source = createSource(spec, {
       ...(this.deps.createTester ? { createTester: () => this.deps.createTester!(minEntropy) } : {}),

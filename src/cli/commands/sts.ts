@@ -16,6 +16,7 @@ import { formatReport, toJson } from '../../sts/report.js';
 import { PARAM_NAMES, TEST_NAMES, type BatteryResult, type StsParams, type TestName } from '../../sts/types.js';
 import { buildRunView, writeHtmlReport } from '../../quality-page/index.js';
 import { CliError } from '../errors.js';
+import { progressBar } from '../progress.js';
 
 interface StsCliOptions {
   format?: string;
@@ -74,23 +75,6 @@ export function parseParams(pairs: string[]): StsParams {
   return params;
 }
 
-/** A one-line progress bar redrawn on stderr (a terminal only). */
-function progressBar(stream: NodeJS.WriteStream) {
-  let last = '';
-  return {
-    update(completed: number, total: number) {
-      const width = 30;
-      const filled = Math.round((completed / total) * width);
-      const line = `sts [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${completed}/${total} sequences`;
-      if (line !== last) stream.write(`\r${line}`);
-      last = line;
-    },
-    done() {
-      if (last) stream.write(`\r${' '.repeat(last.length)}\r`);
-    },
-  };
-}
-
 async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
   if (opts.format !== undefined && opts.format !== 'binary' && opts.format !== 'ascii') {
     throw new CliError(`--format must be binary or ascii, got '${opts.format}'`, 2);
@@ -102,7 +86,7 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
   const onSigint = () => controller.abort(new Error('interrupted'));
   process.once('SIGINT', onSigint);
   const showProgress = opts.progress !== false && process.stderr.isTTY === true;
-  const bar = showProgress ? progressBar(process.stderr) : undefined;
+  const bar = showProgress ? progressBar(process.stderr, 'sts') : undefined;
   let layout: SequenceFileLayout | undefined;
   try {
     const result = await runBatteryOnFile(file, {
@@ -117,7 +101,7 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
         layout = l;
       },
       // Short runs finish before a bar would be worth drawing.
-      ...(bar ? { onProgress: ({ completed, total }) => layout && layout.bits * total >= 10_000_000 && bar.update(completed, total) } : {}),
+      ...(bar ? { onProgress: ({ completed, total }) => layout && layout.bits * total >= 10_000_000 && bar.update(completed, total, `${completed}/${total} sequences`) } : {}),
     });
     bar?.done();
     const source = `${file} (${result.format})`;

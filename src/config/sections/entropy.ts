@@ -20,7 +20,8 @@ export interface EntropyConfig {
   upstream?: EntropyApiClientConfig;
   /** chunkBytes absent: the source's preferred read size (EntropySource.preferredReadBytes). */
   pool: { capacityBytes: number; lowWaterBytes: number; chunkBytes?: number };
-  health: { minEntropyPerByte: number; failureLimit: number };
+  /** assessment: a `qentropy ea --json` file of the source's bytes; its H lowers minEntropyPerByte. */
+  health: { minEntropyPerByte: number; assessment?: string; failureLimit: number };
   rateLimit: { requests: number; windowMs: number };
   logRequests: boolean;
 }
@@ -96,6 +97,7 @@ export const entropySection: ConfigSection<EntropyConfig> = {
     'pool.capacityBytes': 'integer',
     'pool.lowWaterBytes': 'integer',
     'health.minEntropyPerByte': 'number',
+    'health.assessment': 'string',
   },
   validate(node) {
     node.object(['enabled', 'listen', 'tls', 'plainHttp', 'source', 'upstream', 'pool', 'health', 'rateLimit', 'logRequests']);
@@ -121,9 +123,11 @@ export const entropySection: ConfigSection<EntropyConfig> = {
       ? poolNode.child('chunkBytes').integer(64 * 1024, { min: 1024, max: capacityBytes })
       : undefined;
 
-    const healthNode = node.child('health').object(['minEntropyPerByte', 'failureLimit']);
+    const healthNode = node.child('health').object(['minEntropyPerByte', 'assessment', 'failureLimit']);
+    const assessment = healthNode.child('assessment').optionalString();
     const health = {
       minEntropyPerByte: healthNode.child('minEntropyPerByte').number(7.5, { min: 0, max: 8, minExclusive: true }),
+      ...(assessment !== undefined ? { assessment } : {}),
       failureLimit: healthNode.child('failureLimit').integer(64, { min: 1 }),
     };
 

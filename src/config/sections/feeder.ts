@@ -33,7 +33,7 @@ export interface FeederFileConfig {
 export interface FeederConfig {
   enabled: boolean;
   sources: FeederSourceConfig[];
-  health: { minEntropyPerByte: number; fips140: boolean; failureLimit: number; retryAfterMs: number };
+  health: { minEntropyPerByte: number; assessment?: string; fips140: boolean; failureLimit: number; retryAfterMs: number };
   buffer: { capacityBytes: number; lowWaterBytes: number; lockMemory: boolean };
   kernel: { enabled: boolean; device: string; creditBitsPerByte: number; bytes: number; intervalMs: number };
   pkcs11: FeederPkcs11Config[];
@@ -121,6 +121,7 @@ export const feederSection: ConfigSection<FeederConfig> = {
     'kernel.intervalMs': 'integer',
     'buffer.capacityBytes': 'integer',
     'health.minEntropyPerByte': 'number',
+    'health.assessment': 'string',
     'health.fips140': 'boolean',
     'status.file': 'string',
   },
@@ -130,9 +131,12 @@ export const feederSection: ConfigSection<FeederConfig> = {
     const sources = list(node.child('sources')).map(validateSource);
     if (enabled && sources.length === 0) node.child('sources').fail('needs at least one entropy API ({"url": ..., "tokenFile": ...})');
 
-    const h = node.child('health').object(['minEntropyPerByte', 'fips140', 'failureLimit', 'retryAfterMs']);
+    const h = node.child('health').object(['minEntropyPerByte', 'assessment', 'fips140', 'failureLimit', 'retryAfterMs']);
+    // A `qentropy ea --json` file: its assessed H lowers minEntropyPerByte and caps the kernel credit.
+    const assessment = absolutePath(h.child('assessment'), false);
     const health = {
       minEntropyPerByte: h.child('minEntropyPerByte').number(7.5, { min: 0, max: 8, minExclusive: true }),
+      ...(assessment ? { assessment } : {}),
       fips140: h.child('fips140').boolean(false),
       failureLimit: h.child('failureLimit').integer(16, { min: 1 }),
       retryAfterMs: h.child('retryAfterMs').integer(600_000, { min: 1_000 }),

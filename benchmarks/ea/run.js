@@ -1,0 +1,105 @@
+// SP 800-90B assessment speed: `qentropy ea` against NIST's ea_non_iid / ea_iid, side by
+// side on the same 10^6-sample files (NIST's own truerand_8bit, truerand_4bit and
+// truerand_1bit from ../shared/vectors/sp800-90b), one thread and every core.
+//
+//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid --files 8-bit,4-bit,1-bit]
+//
+// NIST's tool is not part of the project: point NIST_EA_DIR at a directory holding
+// ea_non_iid and ea_iid built from usnistgov/SP800-90B_EntropyAssessment (see
+// benchmarks/README.md for the commit and flags measured). Without it, the benchmark prints
+// our figures next to the reference times recorded in ../shared/vectors/sp800-90b/README.md.
+// Each run is a fresh process (ours: node bin/qentropy.js ea FILE --json), timed by wall
+// clock, best of --repeat; the assessed min-entropy of both tools is printed to show they agree.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const vectors = path.resolve(root, '..', 'shared', 'vectors', 'sp800-90b');
+const cli = path.join(root, 'bin', 'qentropy.js');
+if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'))) throw new Error('run npm run build:ts first');
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+}
+const repeat = Number(arg('repeat', '1'));
+const tracks = arg('tracks', 'non-iid,iid').split(',');
+const only = arg('files', '8-bit,4-bit,1-bit').split(',');
+const cores = os.availableParallelism();
+const nistDir = process.env.NIST_EA_DIR;
+
+// Reference wall times from ../shared/vectors/sp800-90b/README.md (same kind of machine).
+const RECORDED = {
+  'non-iid 8-bit': '12.6-13.4 s',
+  'non-iid 1-bit': '0.6 s',
+  'iid 8-bit': '6-16 s',
+  'iid 1-bit': 'not finished after 18 CPU-minutes',
+};
+
+function run(cmd, args, env = {}) {
+  let best = Infinity;
+  let out = '';
+  for (let i = 0; i < repeat; i++) {
+    const t0 = process.hrtime.bigint();
+    const r = spawnSync(cmd, args, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
+    best = Math.min(best, seconds);
+    out = r.stdout;
+  }
+  return { seconds: best, out };
+}
+
+function ours(track, file, threads) {
+  const { seconds, out } = run(process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)]);
+  const j = JSON.parse(out);
+  const section = track === 'iid' ? j.iid : j.non_iid;
+  return { seconds, h: section.h_assessed, verdict: track === 'iid' ? (j.iid.passed ? 'IID' : 'not IID') : '' };
+}
+
+function nist(track, file, threads) {
+  const tool = path.join(nistDir, track === 'iid' ? 'ea_iid' : 'ea_non_iid');
+  const { seconds, out } = run(tool, ['-v', '-v', '-v', file], { OMP_NUM_THREADS: String(threads) });
+  const m = /Assessed min entropy: (\S+)/.exec(out);
+  return { seconds, h: m ? Number(m[1]) : NaN, verdict: track === 'iid' ? (/IID permutation tests: Passed/.test(out) ? 'IID' : 'not IID') : '' };
+}
+
+const files = [
+  ['8-bit', 'truerand_8bit.bin'],
+  ['4-bit', 'truerand_4bit.bin'],
+  ['1-bit', 'truerand_1bit.bin'],
+];
+
+console.log(`SP 800-90B assessment benchmark, ${os.cpus()[0]?.model ?? 'cpu'}, ${cores} cores, load average ${os.loadavg()[0].toFixed(1)}`);
+// Our figures include starting Node and loading the CLI; this is that fixed cost.
+console.log(`qentropy process start-up (qentropy version): ${run(process.execPath, [cli, 'version']).seconds.toFixed(2)} s, included below`);
+console.log(nistDir ? `NIST tool: ${nistDir}` : 'NIST tool: NIST_EA_DIR not set; showing the reference times recorded with the vectors');
+console.log('');
+const pad = (s, n) => String(s).padEnd(n);
+const lpad = (s, n) => String(s).padStart(n);
+console.log(`${pad('run', 22)}${lpad('threads', 8)}${lpad('qentropy', 11)}${lpad('NIST', 12)}${lpad('speed-up', 10)}   assessed (ours / NIST)`);
+for (const track of tracks) {
+  for (const [label, name] of files.filter(([label]) => only.includes(label))) {
+    const file = path.join(vectors, name);
+    for (const threads of [...new Set([1, cores])]) {
+      const o = ours(track, file, threads);
+      const key = `${track} ${label}`;
+      let nistCell = RECORDED[key] ? `(${RECORDED[key]})` : '-';
+      let speed = '';
+      let agree = `${o.h.toFixed(6)} ${o.verdict}`;
+      // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
+      // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
+      const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
+      if (!skipNist) {
+        const n = nist(track, file, threads);
+        nistCell = `${n.seconds.toFixed(2)} s`;
+        speed = `${(n.seconds / o.seconds).toFixed(1)}x`;
+        agree = `${o.h.toFixed(6)} / ${n.h.toFixed(6)} ${o.verdict}${o.verdict ? ` / ${n.verdict}` : ''}`;
+      }
+      console.log(`${pad(key, 22)}${lpad(threads, 8)}${lpad(`${o.seconds.toFixed(2)} s`, 11)}${lpad(nistCell, 12)}${lpad(speed, 10)}   ${agree}`);
+    }
+  }
+}

@@ -1,0 +1,520 @@
+// The IID track (§5): the most-common-value estimate, the chi-square independence and
+// goodness-of-fit tests (§5.2.1-2), the longest-repeated-substring test (§5.2.3) and the
+// permutation tests (§5.1): 19 statistics on the data and on up to 10,000 shuffles of it.
+//
+// As in NIST's tool, a statistic stops being computed once it has been seen both above
+// (or equal to) and below (or equal to) its unpermuted value more than 5 times each
+// (C[i][0] + C[i][1] > 5 and C[i][1] + C[i][2] > 5); the shuffling ends when every statistic
+// is settled. A statistic still unsettled after the last shuffle fails the test. The
+// shuffles come from xoshiro256** seeded from the OS CSPRNG (getrandom), one stream per thread.
+#include <bzlib.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "ea/ea.h"
+#include "ea/parallel.h"
+#include "ea/suffix_array.h"
+#include "sts/special.h"
+
+namespace qe::ea {
+
+const char* const kPermutationStatisticNames[kPermutationStatistics] = {
+    "excursion",      "numDirectionalRuns", "lenDirectionalRuns", "numIncreasesDecreases", "numRunsMedian",
+    "lenRunsMedian",  "avgCollision",       "maxCollision",       "periodicity(1)",        "periodicity(2)",
+    "periodicity(8)", "periodicity(16)",    "periodicity(32)",    "covariance(1)",         "covariance(2)",
+    "covariance(8)",  "covariance(16)",     "covariance(32)",     "compression",
+};
+
+namespace {
+
+constexpr unsigned kLags[5] = {1, 2, 8, 16, 32};
+constexpr double kChiSquareAlpha = 0.001;
+
+// Proportions as the tool accumulates them: 1/n added once per sample. The sums differ from
+// count/n in the last bits, and the chi-square binning compares expectations against 5,
+// so the same arithmetic keeps the same bins.
+std::vector<double> proportions(const uint8_t* s, size_t n, int k) {
+  std::vector<size_t> counts(static_cast<size_t>(k), 0);
+  for (size_t i = 0; i < n; ++i) ++counts[s[i]];
+  std::vector<double> p(static_cast<size_t>(k), 0.0);
+  const double step = 1.0 / static_cast<double>(n);
+  for (size_t c = 0; c < counts.size(); ++c)
+    for (size_t j = 0; j < counts[c]; ++j) p[c] += step;
+  return p;
+}
+
+// Pools the cells, in increasing order of expectation (cell index on ties), into bins whose
+// expectation reaches 5; a last bin short of 5 merges into the one before. Returns the bin
+// of each cell and fills the bin expectations.
+std::vector<int> bin_cells(const std::vector<double>& expected, std::vector<double>& bins) {
+  std::vector<size_t> order(expected.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return expected[a] != expected[b] ? expected[a] < expected[b] : a < b;
+  });
+  std::vector<int> bin_of(expected.size(), -1);
+  int current = 0;
+  double sum = 0.0;
+  for (size_t idx : order) {
+    if (sum >= 5.0) {
+      bins.push_back(sum);
+      ++current;
+      sum = 0.0;
+    }
+    bin_of[idx] = current;
+    sum += expected[idx];
+  }
+  if (current != 0 && sum < 5.0) {
+    for (size_t r = order.size(); r-- > 0 && bin_of[order[r]] == current;) bin_of[order[r]] = current - 1;
+    bins[static_cast<size_t>(current - 1)] += sum;
+  } else {
+    bins.push_back(sum);
+  }
+  return bin_of;
+}
+
+double pearson(const std::vector<double>& expected, const std::vector<long>& observed) {
+  double t = 0.0;
+  for (size_t i = 0; i < expected.size(); ++i) t += std::pow(static_cast<double>(observed[i]) - expected[i], 2) / expected[i];
+  return t;
+}
+
+ChiSquare with_p(double t, long df) {
+  // The tool's P-value: igamc(df/2, T/2), which is 1 for df = 0.
+  return {t, df, (df <= 0 || t <= 0) ? 1.0 : qe::sts::igamc(static_cast<double>(df) / 2.0, t / 2.0)};
+}
+
+ChiSquare independence(const uint8_t* s, size_t n, int k) {
+  if (k == 2) {
+    // Non-overlapping m-bit tuples, m the largest up to 11 with enough expected rare tuples.
+    double p1 = 0;
+    for (size_t i = 0; i < n; ++i) p1 += s[i];
+    p1 /= static_cast<double>(n);
+    const double p0 = 1.0 - p1;
+    const double rare = std::min(p0, p1);
+    int m = 11;
+    while (m > 1 && !(std::pow(rare, m) * static_cast<double>(n / static_cast<size_t>(m)) >= 5)) --m;
+    if (m < 2) return with_p(0.0, 0);
+    const size_t blocks = n / static_cast<size_t>(m);
+    std::vector<long> seen(size_t{1} << m, 0);
+    for (size_t b = 0; b < blocks; ++b) {
+      unsigned v = 0;
+      for (int j = 0; j < m; ++j) v = (v << 1) | s[b * static_cast<size_t>(m) + static_cast<size_t>(j)];
+      ++seen[v];
+    }
+    double t = 0;
+    for (size_t v = 0; v < seen.size(); ++v) {
+      const int w = __builtin_popcount(static_cast<unsigned>(v));
+      const double e = std::pow(p1, w) * std::pow(p0, m - w) * static_cast<double>(blocks);
+      t += std::pow(static_cast<double>(seen[v]) - e, 2) / e;
+    }
+    return with_p(t, (1L << m) - 2);
+  }
+  const std::vector<double> p = proportions(s, n, k);
+  const auto ku = static_cast<size_t>(k);
+  std::vector<double> expected(ku * ku);
+  const double pairs = std::floor(static_cast<double>(n) * 0.5);
+  for (size_t i = 0; i < ku; ++i)
+    for (size_t j = 0; j < ku; ++j) expected[i * ku + j] = p[i] * p[j] * pairs;
+  std::vector<double> bins;
+  const std::vector<int> bin_of = bin_cells(expected, bins);
+  std::vector<long> observed(bins.size(), 0);
+  for (size_t j = 0; j + 1 < n; j += 2) ++observed[static_cast<size_t>(bin_of[s[j] * ku + s[j + 1]])];
+  return with_p(pearson(bins, observed), static_cast<long>(bins.size()) - k);
+}
+
+ChiSquare goodness_of_fit(const uint8_t* s, size_t n, int k) {
+  const size_t part = n / 10;
+  if (k == 2) {
+    long ones = 0;
+    for (size_t i = 0; i < n; ++i) ones += s[i];
+    const double p = static_cast<double>(ones) / static_cast<double>(n);
+    const double e0 = (1.0 - p) * static_cast<double>(part), e1 = p * static_cast<double>(part);
+    double t = 0;
+    for (size_t b = 0; b < 10; ++b) {
+      long o1 = 0;
+      for (size_t j = 0; j < part; ++j) o1 += s[b * part + j];
+      const long o0 = static_cast<long>(part) - o1;
+      t += std::pow(static_cast<double>(o0) - e0, 2) / e0 + std::pow(static_cast<double>(o1) - e1, 2) / e1;
+    }
+    return with_p(t, 9);
+  }
+  const std::vector<double> p = proportions(s, n, k);
+  std::vector<double> expected(static_cast<size_t>(k));
+  for (size_t j = 0; j < expected.size(); ++j) expected[j] = p[j] * std::floor(static_cast<double>(n) / 10.0);
+  std::vector<double> bins;
+  const std::vector<int> bin_of = bin_cells(expected, bins);
+  double t = 0;
+  for (size_t b = 0; b < 10; ++b) {
+    std::vector<long> observed(bins.size(), 0);
+    for (size_t j = 0; j < part; ++j) ++observed[static_cast<size_t>(bin_of[s[b * part + j]])];
+    t += pearson(bins, observed);
+  }
+  return with_p(t, 9 * (static_cast<long>(bins.size()) - 1));
+}
+
+// ---- The permutation statistics.
+
+struct Data {
+  const uint8_t* sym;  // translated symbols
+  const uint8_t* raw;  // as read
+  size_t n;
+  int k;
+  double raw_mean, median;
+};
+
+struct Scratch {
+  std::vector<uint8_t> sums, bytes;  // conversions I and II of binary data
+  std::vector<uint8_t> seen;
+  std::string text;
+  std::vector<char> packed;
+};
+
+// Conversion I (sum of each 8-bit block) and II (each 8-bit block as a byte, MSB first);
+// the last block may be short.
+void convert(const uint8_t* s, size_t n, Scratch& w) {
+  const size_t blocks = (n + 7) / 8;
+  w.sums.assign(blocks, 0);
+  w.bytes.assign(blocks, 0);
+  for (size_t i = 0; i < n; ++i) {
+    w.sums[i / 8] = static_cast<uint8_t>(w.sums[i / 8] + s[i]);
+    w.bytes[i / 8] = static_cast<uint8_t>(w.bytes[i / 8] + (s[i] << (7 - i % 8)));
+  }
+}
+
+// Length of the bzip2 compression (block size 5 x 100k) of the samples written in decimal,
+// separated by single spaces.
+double compressed_length(const uint8_t* raw, size_t n, Scratch& w) {
+  static const auto digits = [] {
+    std::array<std::string, 256> d;
+    for (int v = 0; v < 256; ++v) d[static_cast<size_t>(v)] = std::to_string(v) + " ";
+    return d;
+  }();
+  w.text.clear();
+  w.text.reserve(n * 4);
+  for (size_t i = 0; i < n; ++i) w.text += digits[raw[i]];
+  if (!w.text.empty()) w.text.pop_back();
+  auto len = static_cast<unsigned>(std::ceil(1.01 * static_cast<double>(w.text.size())) + 600);
+  w.packed.resize(len);
+  const int rc = BZ2_bzBuffToBuffCompress(w.packed.data(), &len, w.text.data(), static_cast<unsigned>(w.text.size()), 5, 0, 0);
+  return rc == BZ_OK ? static_cast<double>(len) : 0.0;
+}
+
+using Stats = std::array<double, kPermutationStatistics>;
+using Active = std::array<bool, kPermutationStatistics>;
+
+bool any(const Active& a, int from, int to) {
+  for (int i = from; i <= to; ++i)
+    if (a[static_cast<size_t>(i)]) return true;
+  return false;
+}
+
+void compute(const Data& d, const uint8_t* sym, const uint8_t* raw, const Active& on, Stats& out, Scratch& w) {
+  const bool binary = d.k == 2;
+  if (binary && (any(on, 1, 3) || any(on, 6, 17))) convert(sym, d.n, w);
+  if (on[0]) {
+    double sum = 0, worst = 0;
+    for (size_t i = 0; i < d.n; ++i) {
+      sum += raw[i];
+      worst = std::max(worst, std::fabs(sum - static_cast<double>(i + 1) * d.raw_mean));
+    }
+    out[0] = worst;
+  }
+  const uint8_t* seq = binary ? w.sums.data() : sym;  // what the run/period tests read
+  const size_t m = binary ? w.sums.size() : d.n;
+  if (any(on, 1, 3)) {
+    // Directions: +1 where the next value is >= this one, -1 where it is smaller.
+    size_t runs = m > 1 ? 1 : 0, longest = 0, run = 1, ups = 0;
+    for (size_t i = 0; i + 1 < m; ++i) {
+      const bool up = seq[i] <= seq[i + 1];
+      ups += up;
+      if (i > 0) {
+        const bool prev = seq[i - 1] <= seq[i];
+        if (up == prev) ++run;
+        else {
+          ++runs;
+          longest = std::max(longest, run);
+          run = 1;
+        }
+      }
+    }
+    longest = std::max(longest, run);
+    out[1] = static_cast<double>(runs);
+    out[2] = static_cast<double>(m > 1 ? longest : 0);
+    out[3] = static_cast<double>(std::max(ups, (m > 0 ? m - 1 : 0) - ups));
+  }
+  if (any(on, 4, 5)) {
+    const double median = binary ? 0.5 : d.median;
+    size_t runs = d.n > 0 ? 1 : 0, longest = 0, run = 1;
+    for (size_t i = 1; i < d.n; ++i) {
+      if ((sym[i] < median) == (sym[i - 1] < median)) ++run;
+      else {
+        ++runs;
+        longest = std::max(longest, run);
+        run = 1;
+      }
+    }
+    out[4] = static_cast<double>(runs);
+    out[5] = static_cast<double>(std::max(longest, run));
+  }
+  if (any(on, 6, 7)) {
+    // Walk windows until a symbol repeats; each window's length is one collision time.
+    const uint8_t* c = binary ? w.bytes.data() : sym;
+    const size_t cn = binary ? w.bytes.size() : d.n;
+    w.seen.assign(256, 0);
+    uint8_t epoch = 0;
+    unsigned long total = 0, count = 0, longest = 0;
+    size_t start = 0;
+    while (start < cn) {
+      if (++epoch == 0) {
+        std::fill(w.seen.begin(), w.seen.end(), 0);
+        epoch = 1;
+      }
+      size_t j = start;
+      while (j < cn && w.seen[c[j]] != epoch) w.seen[c[j++]] = epoch;
+      if (j == cn) break;
+      const unsigned long len = j - start + 1;
+      total += len;
+      ++count;
+      longest = std::max(longest, len);
+      start = j + 1;
+    }
+    out[6] = static_cast<double>(static_cast<unsigned>(total)) / static_cast<double>(count);
+    out[7] = static_cast<double>(longest);
+  }
+  for (int l = 0; l < 5; ++l) {
+    const unsigned p = kLags[l];
+    if (on[static_cast<size_t>(8 + l)]) {
+      unsigned long t = 0;
+      for (size_t i = 0; i + p < m; ++i) t += seq[i] == seq[i + p];
+      out[static_cast<size_t>(8 + l)] = static_cast<double>(t);
+    }
+    if (on[static_cast<size_t>(13 + l)]) {
+      const uint8_t* v = binary ? w.sums.data() : raw;
+      unsigned long t = 0;
+      for (size_t i = 0; i + p < m; ++i) t += static_cast<unsigned long>(v[i]) * v[i + p];
+      out[static_cast<size_t>(13 + l)] = static_cast<double>(t);
+    }
+  }
+  if (on[18]) out[18] = compressed_length(raw, d.n, w);
+}
+
+__extension__ typedef unsigned __int128 uint128;  // GCC/Clang: the 64x64->128 product
+
+// xoshiro256** (Blackman and Vigna), seeded per thread.
+struct Xoshiro {
+  uint64_t s[4];
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t next() {
+    const uint64_t result = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+  }
+  // Uniform in [0, bound] without modulo bias (Lemire's multiply-and-reject).
+  uint64_t upto(uint64_t bound) {
+    const uint64_t range = bound + 1;
+    uint128 m = static_cast<uint128>(next()) * range;
+    auto low = static_cast<uint64_t>(m);
+    if (low < range) {
+      const uint64_t threshold = (0 - range) % range;
+      while (low < threshold) {
+        m = static_cast<uint128>(next()) * range;
+        low = static_cast<uint64_t>(m);
+      }
+    }
+    return static_cast<uint64_t>(m >> 64);
+  }
+};
+
+void os_random(void* buf, size_t len) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (len > 0) {
+    const ssize_t got = getrandom(p, len, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "getrandom");
+    }
+    p += got;
+    len -= static_cast<size_t>(got);
+  }
+}
+
+uint64_t splitmix(uint64_t& x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct PermutationOutcome {
+  std::array<std::array<long, 3>, kPermutationStatistics> counts{};
+  unsigned shuffles = 0;
+  bool passed = false;
+};
+
+PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOptions& options) {
+  PermutationOutcome out;
+  Active active;
+  active.fill(true);
+  std::mutex lock;
+  std::atomic<unsigned> claimed{0}, finished{0};
+  std::atomic<bool> settled{false};
+  const unsigned threads = std::max(1u, options.threads);
+  std::vector<uint8_t> seed = options.seed;
+  if (seed.size() < 32) {
+    seed.resize(32);
+    os_random(seed.data(), seed.size());
+  }
+  std::vector<std::function<void()>> jobs;
+  for (unsigned th = 0; th < threads; ++th) {
+    jobs.emplace_back([&, th] {
+      Xoshiro rng;
+      uint64_t mix;
+      std::memcpy(&mix, seed.data(), 8);
+      uint64_t words[4];
+      std::memcpy(words, seed.data(), 32);
+      mix ^= th * 0xD1B54A32D192ED03ull;
+      for (int i = 0; i < 4; ++i) rng.s[i] = words[i] ^ splitmix(mix);
+      std::vector<uint8_t> sym(d.sym, d.sym + d.n), raw(d.n);
+      // The translation is one-to-one, so only the symbols are shuffled and the raw values
+      // are read back through the inverse table when a statistic needs them.
+      std::array<uint8_t, 256> raw_of{};
+      for (size_t i = 0; i < d.n; ++i) raw_of[d.sym[i]] = d.raw[i];
+      Scratch w;
+      Stats tp{};
+      while (!settled.load() && claimed.fetch_add(1) < options.shuffles) {
+        // Fisher-Yates. Reshuffling the previous permutation is as uniform as shuffling the original.
+        for (size_t i = d.n - 1; i > 0; --i) std::swap(sym[static_cast<size_t>(rng.upto(i))], sym[i]);
+        Active on;
+        {
+          const std::lock_guard<std::mutex> g(lock);
+          on = active;
+        }
+        if (on[0] || on[18] || (d.k != 2 && any(on, 13, 17)))
+          for (size_t i = 0; i < d.n; ++i) raw[i] = raw_of[sym[i]];
+        compute(d, sym.data(), raw.data(), on, tp, w);
+        {
+          const std::lock_guard<std::mutex> g(lock);
+          bool all_settled = true;
+          for (size_t j = 0; j < static_cast<size_t>(kPermutationStatistics); ++j) {
+            if (active[j] && on[j]) {
+              auto& c = out.counts[j];
+              if (tp[j] > t[j]) ++c[0];
+              else if (tp[j] == t[j]) ++c[1];
+              else ++c[2];
+              if (c[0] + c[1] > 5 && c[1] + c[2] > 5) active[j] = false;
+            }
+            all_settled = all_settled && !active[j];
+          }
+          ++out.shuffles;
+          if (all_settled) settled = true;
+        }
+        const unsigned f = finished.fetch_add(1) + 1;
+        if (options.progress && (f % 16 == 0 || settled.load())) options.progress(settled.load() ? options.shuffles : f, options.shuffles);
+      }
+    });
+  }
+  detail::run_jobs(jobs, threads, {});
+  out.passed = true;
+  for (const auto& c : out.counts)
+    if (c[0] + c[1] <= 5 || c[1] + c[2] <= 5) out.passed = false;
+  return out;
+}
+
+double median_of(const uint8_t* s, size_t n, int k) {
+  if (k == 2) return 0.5;  // §5.1.5-6 fix the median of binary data at 0.5
+  std::array<size_t, 256> counts{};
+  for (size_t i = 0; i < n; ++i) ++counts[s[i]];
+  auto at_rank = [&counts](size_t r) {
+    size_t seen = 0;
+    for (int v = 0; v < 256; ++v) {
+      seen += counts[static_cast<size_t>(v)];
+      if (seen > r) return static_cast<double>(v);
+    }
+    return 255.0;
+  };
+  const size_t half = n / 2;
+  return (n & 1) ? at_rank(half) : (at_rank(half) + at_rank(half - 1)) / 2.0;
+}
+
+}  // namespace
+
+std::array<double, kPermutationStatistics> permutation_statistics(const uint8_t* symbols, const uint8_t* raw, size_t n,
+                                                                  int alphabet_size, double raw_mean, double median) {
+  const Data d{symbols, raw, n, alphabet_size, raw_mean, median};
+  Active all;
+  all.fill(true);
+  Stats out{};
+  Scratch w;
+  compute(d, symbols, raw, all, out, w);
+  return out;
+}
+
+IidResult assess_iid(const Samples& s, const IidOptions& options) {
+  IidResult r;
+  const size_t n = s.symbols.size();
+  const int k = s.alphabet_size;
+  const size_t nbits = options.truncate ? std::min(s.bits.size(), kMinSamples) : s.bits.size();
+  r.h_assessed = s.bits_per_symbol;
+  if (!options.conditioned) {
+    r.most_common_literal = r.h_original = most_common_value(s.symbols.data(), n, k);
+    r.h_assessed = std::min(r.h_assessed, r.h_original);
+  }
+  if (k > 2 || options.conditioned) {
+    r.most_common_bitstring = r.h_bitstring = most_common_value(s.bits.data(), nbits, 2);
+    r.h_assessed = std::min(r.h_assessed, r.h_bitstring * s.bits_per_symbol);
+  }
+  r.independence = independence(s.symbols.data(), n, k);
+  r.goodness_of_fit = goodness_of_fit(s.symbols.data(), n, k);
+  r.chi_square_passed = r.independence.p_value >= kChiSquareAlpha && r.goodness_of_fit.p_value >= kChiSquareAlpha;
+
+  // §5.2.3: under IID, how likely is a repeat as long as the longest one seen?
+  const std::vector<double> p = proportions(s.symbols.data(), n, k);
+  long double p_col = 0;
+  for (double x : p) p_col += powl(static_cast<long double>(x), 2.0L);
+  r.lrs_collision_probability = static_cast<double>(p_col);
+  if (p_col > 1.0L - LDBL_EPSILON) {
+    r.lrs_probability = 1.0;
+    r.lrs_passed = true;
+  } else {
+    const auto w = static_cast<long>(detail::tuple_counts(s.symbols.data(), n).longest_repeat);
+    r.lrs_length = w;
+    const long double no_collision_per_pair = log1pl(-powl(p_col, static_cast<long double>(w)));
+    const long m = static_cast<long>(n) - w + 1;
+    const auto pairs = static_cast<long double>((m * m - m) / 2);
+    r.lrs_probability = static_cast<double>(1.0L - expl(pairs * no_collision_per_pair));
+    r.lrs_passed = logl(0.999L) >= pairs * no_collision_per_pair;
+  }
+
+  double sum = 0;
+  for (uint8_t v : s.raw) sum += v;
+  const Data d{s.symbols.data(), s.raw.data(), n, k, sum / static_cast<double>(n), median_of(s.symbols.data(), n, k)};
+  r.unpermuted = permutation_statistics(d.sym, d.raw, n, k, d.raw_mean, d.median);
+  if (options.shuffles > 0) {
+    const PermutationOutcome o = permutation_test(d, r.unpermuted, options);
+    r.counts = o.counts;
+    r.shuffles_run = o.shuffles;
+    r.permutation_passed = o.passed;
+  }
+  r.passed = r.chi_square_passed && r.lrs_passed && r.permutation_passed;
+  return r;
+}
+
+}  // namespace qe::ea

@@ -1,0 +1,580 @@
+// The predictor estimates: MultiMCW (§6.3.7), lag (§6.3.8), MultiMMC (§6.3.9) and LZ78Y
+// (§6.3.10). Each replays the data through its predictors, counts the winner's correct
+// guesses and longest run of them, and hands both to prediction_estimate().
+//
+// Binary inputs (the bitstring, or 2-symbol literal data) use direct tables indexed by the
+// context bits; wider alphabets use hash tables of contexts. Both follow the same rules,
+// including the tool's dictionary caps and tie-breaks.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "ea/ea.h"
+
+namespace qe::ea {
+
+namespace {
+
+// Scoring of the "winner" predictor and of the run of correct predictions it makes.
+struct Tally {
+  long correct = 0, run = 0, longest = 0;
+  void hit() {
+    ++correct;
+    longest = std::max(longest, ++run);
+  }
+  void miss() { run = 0; }
+};
+
+}  // namespace
+
+// ---- MultiMCW: four sliding windows, each predicting its most common symbol (ties go to
+// the symbol seen most recently); the window with the best score so far makes the guess.
+namespace {
+
+constexpr int kWindows = 4;
+constexpr long kWidth[kWindows] = {63, 255, 1023, 4095};
+
+// Binary data: every window width is odd, so a window's mode is simply its majority bit.
+double binary_multi_mcw(const uint8_t* s, long n) {
+  std::array<long, kWindows> ones{}, score{};
+  std::array<uint8_t, kWindows> frequent{};
+  for (int j = 0; j < kWindows; ++j) {
+    for (long i = 0; i < kWidth[j]; ++i) ones[static_cast<size_t>(j)] += s[i] & 1;
+    frequent[static_cast<size_t>(j)] = 2 * ones[static_cast<size_t>(j)] > kWidth[j];
+  }
+  int winner = 0;
+  Tally tally;
+  for (long i = kWidth[0]; i < n; ++i) {
+    const uint8_t x = s[i] & 1;
+    if (frequent[static_cast<size_t>(winner)] == x) tally.hit();
+    else tally.miss();
+    for (int j = 0; j < kWindows; ++j) {
+      const auto ju = static_cast<size_t>(j);
+      if (i < kWidth[j]) continue;
+      if (frequent[ju] == x && ++score[ju] >= score[static_cast<size_t>(winner)]) winner = j;
+      ones[ju] += x - (s[i - kWidth[j]] & 1);
+      frequent[ju] = 2 * ones[ju] > kWidth[j];
+    }
+  }
+  return prediction_estimate(tally.correct, n - kWidth[0], tally.longest, 2);
+}
+
+}  // namespace
+
+double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
+  if (n < static_cast<size_t>(kWidth[kWindows - 1]) + 1) return kNotApplicable;
+  if (k == 2) return binary_multi_mcw(s, static_cast<long>(n));
+  struct Window {
+    std::vector<long> count, last;
+    long best_count = 0;
+    int frequent = 0;
+  };
+  std::array<Window, kWindows> win;
+  for (Window& w : win) {
+    w.count.assign(static_cast<size_t>(k), 0);
+    w.last.assign(static_cast<size_t>(k), -1);
+  }
+  auto add = [](Window& w, int x, long pos) {
+    w.last[static_cast<size_t>(x)] = pos;
+    if (++w.count[static_cast<size_t>(x)] >= w.best_count) {
+      w.best_count = w.count[static_cast<size_t>(x)];
+      w.frequent = x;
+    }
+  };
+  auto remove = [k](Window& w, int x) {
+    --w.count[static_cast<size_t>(x)];
+    if (x != w.frequent) return;
+    // The mode left: find the new one, most recent on ties.
+    w.best_count = -1;
+    for (int c = 0; c < k; ++c) {
+      const auto cu = static_cast<size_t>(c);
+      if (w.count[cu] > w.best_count ||
+          (w.count[cu] == w.best_count && w.last[cu] > w.last[static_cast<size_t>(w.frequent)])) {
+        w.best_count = w.count[cu];
+        w.frequent = c;
+      }
+    }
+  };
+  for (long i = 0; i < kWidth[kWindows - 1]; ++i)
+    for (int j = 0; j < kWindows; ++j)
+      if (i < kWidth[j]) add(win[static_cast<size_t>(j)], s[i], i);
+  std::array<long, kWindows> score{};
+  int winner = 0;
+  Tally tally;
+  for (long i = kWidth[0]; i < static_cast<long>(n); ++i) {
+    const int x = s[i];
+    if (win[static_cast<size_t>(winner)].frequent == x) tally.hit();
+    else tally.miss();
+    for (int j = 0; j < kWindows; ++j)
+      if (i >= kWidth[j] && win[static_cast<size_t>(j)].frequent == x &&
+          ++score[static_cast<size_t>(j)] >= score[static_cast<size_t>(winner)])
+        winner = j;
+    for (int j = 0; j < kWindows; ++j) {
+      if (i < kWidth[j]) continue;
+      Window& w = win[static_cast<size_t>(j)];
+      remove(w, s[i - kWidth[j]]);
+      add(w, x, i);
+    }
+  }
+  return prediction_estimate(tally.correct, static_cast<long>(n) - kWidth[0], tally.longest, k);
+}
+
+namespace {
+
+constexpr long kLags = 128;
+
+// Binary data, 64 steps at a time. Scores rise by at most one a step, so in a block of B steps
+// only lags within B of the leader can take the lead: those are replayed step by step with
+// the exact rule; every other lag just gains the number of its matches in the block, one
+// popcount of the block against its shifted copy.
+double binary_lag(const uint8_t* s, long n) {
+  std::vector<uint64_t> packed(static_cast<size_t>(n / 64 + 2), 0);  // MSB first
+  for (long i = 0; i < n; ++i) packed[static_cast<size_t>(i >> 6)] |= static_cast<uint64_t>(s[i] & 1) << (63 - (i & 63));
+  auto bits_at = [&packed](long start) {  // s[start .. start+63], s[start] in the top bit
+    const auto w = static_cast<size_t>(start >> 6);
+    const int r = static_cast<int>(start & 63);
+    return r == 0 ? packed[w] : (packed[w] << r) | (packed[w + 1] >> (64 - r));
+  };
+  std::array<long, kLags> score{};  // score[d] for lag d+1
+  long winner = 0, high = 0;
+  Tally tally;
+  auto step = [&](long i, const long* lags, size_t count) {
+    const uint8_t x = s[i] & 1;
+    if (x == (s[i - winner - 1] & 1)) tally.hit();
+    else tally.miss();
+    for (size_t c = 0; c < count; ++c) {
+      const long d = lags[c];
+      if (d < i && (s[i - d - 1] & 1) == x && ++score[static_cast<size_t>(d)] >= high) {
+        winner = d;
+        high = score[static_cast<size_t>(d)];
+      }
+    }
+  };
+  std::array<long, kLags> all;
+  for (long d = 0; d < kLags; ++d) all[static_cast<size_t>(d)] = d;
+  long i = 1;
+  for (; i < n && i <= kLags; ++i) step(i, all.data(), all.size());  // warm-up: lags start as the data does
+  std::array<long, kLags> candidates;
+  std::array<bool, kLags> is_candidate;
+  while (i < n) {
+    const long block = std::min<long>(64, n - i);
+    size_t count = 0;
+    for (long d = 0; d < kLags; ++d) {
+      is_candidate[static_cast<size_t>(d)] = score[static_cast<size_t>(d)] >= high - block;
+      if (is_candidate[static_cast<size_t>(d)]) candidates[count++] = d;
+    }
+    const uint64_t mask = block == 64 ? ~uint64_t{0} : ~(~uint64_t{0} >> block);
+    const uint64_t here = bits_at(i);
+    for (long d = 0; d < kLags; ++d)
+      if (!is_candidate[static_cast<size_t>(d)])
+        score[static_cast<size_t>(d)] += __builtin_popcountll(~(here ^ bits_at(i - d - 1)) & mask);
+    for (long t = 0; t < block; ++t) step(i + t, candidates.data(), count);
+    i += block;
+  }
+  return prediction_estimate(tally.correct, n - 1, tally.longest, 2);
+}
+
+}  // namespace
+
+// ---- Lag: 128 predictors, lag d guessing the symbol d places back; the best scorer so far
+// (the larger lag on ties) makes the guess.
+double lag_estimate(const uint8_t* s, size_t n, int k) {
+  if (n < 3) return kNotApplicable;
+  if (k == 2) return binary_lag(s, static_cast<long>(n));
+  // by_back[j] scores lag kLags - j, so by_back[j] lines up with s[i - kLags + j].
+  alignas(64) std::array<int32_t, kLags> by_back{};
+  auto score = [&by_back](long d) -> int32_t& { return by_back[static_cast<size_t>(kLags - 1 - d)]; };
+  long winner = 0;  // lag winner + 1
+  int32_t high = 0;
+  Tally tally;
+  for (long i = 1; i < static_cast<long>(n); ++i) {
+    const uint8_t x = s[i];
+    if (x == s[i - winner - 1]) tally.hit();
+    else tally.miss();
+    if (i < kLags) {
+      for (long d = 0; d < i; ++d)
+        if (s[i - d - 1] == x && ++score(d) >= high) {
+          winner = d;
+          high = score(d);
+        }
+      continue;
+    }
+    // All 128 lags at once (vectorisable). Scores rise by at most one per step, so the
+    // sequential "score >= best so far" rule picks the largest matching lag holding the new
+    // maximum, if a matching lag reached the old one.
+    const uint8_t* back = s + i - kLags;
+    int32_t best = -1;
+    for (size_t j = 0; j < static_cast<size_t>(kLags); ++j) {
+      const int32_t m = back[j] == x ? 1 : 0;
+      by_back[j] += m;
+      const int32_t candidate = m ? by_back[j] : -1;
+      best = candidate > best ? candidate : best;
+    }
+    if (best >= high) {
+      for (size_t j = 0; j < static_cast<size_t>(kLags); ++j)
+        if (back[j] == x && by_back[j] == best) {
+          winner = kLags - 1 - static_cast<long>(j);
+          high = best;
+          break;
+        }
+    }
+  }
+  return prediction_estimate(tally.correct, static_cast<long>(n) - 1, tally.longest, k);
+}
+
+namespace {
+
+// Context (up to 16 symbols) -> counts of the symbols that followed it, with the running
+// prediction: the most frequent follower, the larger symbol on ties.
+class ContextTable {
+ public:
+  using Key = std::array<uint64_t, 2>;
+  struct Context {
+    long best = 0;
+    uint8_t prediction = 0;
+  };
+
+  ContextTable() { rehash(1024); }
+
+  // Index of the context, or -1. The key sits in the slot, so a probe is one cache line.
+  long find(const Key& key) const {
+    for (size_t h = hash(key[0], key[1]) & mask_;; h = (h + 1) & mask_) {
+      const Slot& slot = slots_[h];
+      if (slot.id < 0) return -1;
+      if (slot.k0 == key[0] && slot.k1 == key[1]) return slot.id;
+    }
+  }
+
+  long insert(const Key& key) {
+    if ((contexts_.size() + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
+    size_t h = hash(key[0], key[1]) & mask_;
+    for (; slots_[h].id >= 0; h = (h + 1) & mask_)
+      if (slots_[h].k0 == key[0] && slots_[h].k1 == key[1]) return slots_[h].id;
+    const long id = static_cast<long>(contexts_.size());
+    slots_[h] = {key[0], key[1], id};
+    contexts_.push_back({});
+    return id;
+  }
+
+  const Context& context(long id) const { return contexts_[static_cast<size_t>(id)]; }
+
+  // Counts follower y of context `id`; a new (context, y) pair only when `make_new`.
+  // Returns true when a new pair was made.
+  bool count(long id, uint8_t y, bool make_new) {
+    Context& c = contexts_[static_cast<size_t>(id)];
+    const uint64_t key = (static_cast<uint64_t>(id) << 8 | y) + 1;  // 0 marks an empty slot
+    size_t h = hash(key, 0) & follower_mask_;
+    while (followers_[h].key != 0 && followers_[h].key != key) h = (h + 1) & follower_mask_;
+    long value;
+    bool made = false;
+    if (followers_[h].key == key) {
+      value = ++followers_[h].count;
+    } else if (make_new) {
+      followers_[h] = {key, 1};
+      value = 1;
+      made = true;
+      if (++follower_count_ * 2 > followers_.size()) grow_followers();
+    } else {
+      return false;
+    }
+    if (value > c.best || (value == c.best && y > c.prediction)) {
+      c.best = value;
+      c.prediction = y;
+    }
+    return made;
+  }
+
+ private:
+  struct Slot {
+    uint64_t k0, k1;
+    long id;
+  };
+  struct Follower {
+    uint64_t key;  // (context << 8 | symbol) + 1; 0 = empty
+    long count;
+  };
+
+  static size_t hash(uint64_t a, uint64_t b) {
+    const uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+
+  void rehash(size_t size) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(size, {0, 0, -1});
+    mask_ = size - 1;
+    for (const Slot& slot : old) {
+      if (slot.id < 0) continue;
+      size_t h = hash(slot.k0, slot.k1) & mask_;
+      while (slots_[h].id >= 0) h = (h + 1) & mask_;
+      slots_[h] = slot;
+    }
+  }
+
+  void grow_followers() {
+    std::vector<Follower> old = std::move(followers_);
+    followers_.assign(old.size() * 2, {0, 0});
+    follower_mask_ = followers_.size() - 1;
+    for (const Follower& f : old) {
+      if (f.key == 0) continue;
+      size_t h = hash(f.key, 0) & follower_mask_;
+      while (followers_[h].key != 0) h = (h + 1) & follower_mask_;
+      followers_[h] = f;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  std::vector<Context> contexts_;
+  // (context, follower) -> count, open addressing.
+  std::vector<Follower> followers_ = std::vector<Follower>(1024, Follower{0, 0});
+  size_t follower_mask_ = 1023;
+  size_t follower_count_ = 0;
+};
+
+// The `len` symbols before position i, most recent first, packed into a 16-byte key.
+std::array<uint64_t, 2> context_key(const uint8_t* s, long i, int len) {
+  std::array<uint64_t, 2> key{0, 0};
+  for (int j = 0; j < len; ++j) key[static_cast<size_t>(j >> 3)] |= static_cast<uint64_t>(s[i - 1 - j]) << (8 * (j & 7));
+  return key;
+}
+
+constexpr int kMmcDepth = 16;
+constexpr long kMmcMaxEntries = 100000;
+constexpr int kLzContext = 16;
+constexpr long kLzMaxDictionary = 65536;
+
+// Binary context tables: for each context length m, 2^m contexts of two follower counts.
+struct BinaryContexts {
+  std::vector<std::vector<std::array<uint32_t, 2>>> table;
+  explicit BinaryContexts(int depth) : table(static_cast<size_t>(depth) + 1) {
+    for (int m = 1; m <= depth; ++m) table[static_cast<size_t>(m)].assign(size_t{1} << m, {0, 0});
+  }
+  std::array<uint32_t, 2>& at(int m, uint32_t pattern) {
+    return table[static_cast<size_t>(m)][pattern & ((1u << m) - 1)];
+  }
+};
+
+// Binary MultiMMC in two phases per chunk of steps. For binary data the 16 models are
+// independent: a context of length m+1 can only have been seen if its length-m suffix was
+// (no cap binds below order 16), so "skip longer models once a context is new" never changes
+// what a model predicts. Phase 1 runs each model alone over the chunk and records, per step,
+// whether it predicted and whether it was right. Phase 2 replays the scoreboard: as in the
+// lag predictor, in a block of 64 steps only models within 64 points of the leader can take
+// the lead; they replay step by step, the others add a popcount.
+double binary_multi_mmc(const uint8_t* s, long n) {
+  if (n < kMmcDepth + 2) return kNotApplicable;
+  constexpr long kChunk = 1 << 20;  // steps per chunk (a multiple of 64)
+  std::array<std::vector<std::array<uint32_t, 2>>, kMmcDepth> table;
+  std::array<long, kMmcDepth> entries{};
+  for (int d = 0; d < kMmcDepth; ++d) {
+    const auto du = static_cast<size_t>(d);
+    table[du].assign(size_t{1} << (d + 1), {0, 0});
+    uint32_t c = 0;
+    for (int j = 0; j <= d; ++j) c = (c << 1) | (s[j] & 1u);
+    table[du][c][s[d + 1] & 1] = 1;  // the first (context, follower) pair of each order
+    entries[du] = 1;
+  }
+  std::array<std::vector<uint64_t>, kMmcDepth> predicted, right;
+  for (int d = 0; d < kMmcDepth; ++d) {
+    predicted[static_cast<size_t>(d)].assign(kChunk / 64, 0);
+    right[static_cast<size_t>(d)].assign(kChunk / 64, 0);
+  }
+  std::array<long, kMmcDepth> score{};
+  int winner = 0;
+  Tally tally;
+  for (long chunk = 2; chunk < n; chunk += kChunk) {
+    const long end = std::min(n, chunk + kChunk);
+    for (int d = 0; d < kMmcDepth; ++d) {
+      const auto du = static_cast<size_t>(d);
+      auto& t = table[du];
+      uint64_t* pw = predicted[du].data();
+      uint64_t* rw = right[du].data();
+      std::fill(predicted[du].begin(), predicted[du].end(), 0);
+      std::fill(right[du].begin(), right[du].end(), 0);
+      const uint32_t mask = (2u << d) - 1;
+      long made = entries[du];
+      const long first = std::max<long>(chunk, d + 2);  // order d+1 predicts from step d+2
+      uint32_t c = 0;
+      if (first < end)
+        for (long j = first - d - 1; j < first; ++j) c = (c << 1) | (s[j] & 1u);
+      for (long i = first; i < end; ++i) {
+        auto& e = t[c & mask];
+        const unsigned y = s[i] & 1u;
+        const unsigned guess = e[0] > e[1] ? 0 : 1;
+        const long k = i - chunk;
+        if (e[guess] != 0) {
+          pw[k >> 6] |= uint64_t{1} << (k & 63);
+          rw[k >> 6] |= static_cast<uint64_t>(guess == y) << (k & 63);
+          if (e[y] != 0) ++e[y];
+          else if (made < kMmcMaxEntries) e[y] = 1, ++made;
+        } else if (made < kMmcMaxEntries) {
+          e[y] = 1;
+          ++made;
+        }
+        c = (c << 1) | y;
+      }
+      entries[du] = made;
+    }
+    // Phase 2: the scoreboard over this chunk.
+    for (long b = chunk; b < end; b += 64) {
+      const long block = std::min<long>(64, end - b);
+      const long w = (b - chunk) >> 6;
+      const long high = score[static_cast<size_t>(winner)];
+      std::array<int, kMmcDepth> near;
+      size_t count = 0;
+      for (int d = 0; d < kMmcDepth; ++d) {
+        const auto du = static_cast<size_t>(d);
+        if (score[du] >= high - block) near[count++] = d;
+        else score[du] += __builtin_popcountll(right[du][static_cast<size_t>(w)]);
+      }
+      for (long t = 0; t < block; ++t) {
+        const int current = winner;
+        const auto cu = static_cast<size_t>(current);
+        if ((predicted[cu][static_cast<size_t>(w)] >> t) & 1) {
+          if ((right[cu][static_cast<size_t>(w)] >> t) & 1) tally.hit();
+          else tally.miss();
+        }
+        for (size_t c = 0; c < count; ++c) {
+          const auto du = static_cast<size_t>(near[c]);
+          if (((right[du][static_cast<size_t>(w)] >> t) & 1) && ++score[du] >= score[static_cast<size_t>(winner)])
+            winner = near[c];
+        }
+      }
+    }
+  }
+  return prediction_estimate(tally.correct, n - 2, tally.longest, 2);
+}
+
+double binary_lz78y(const uint8_t* s, long n) {
+  if (n < kLzContext + 2) return kNotApplicable;
+  BinaryContexts ctx(kLzContext);
+  long dictionary = 0;
+  uint32_t pattern = 0;
+  for (int j = 0; j < kLzContext; ++j) {
+    pattern |= static_cast<uint32_t>(s[kLzContext - j - 1] & 1u) << j;
+    ctx.at(j + 1, pattern)[s[kLzContext] & 1] = 1;
+    ++dictionary;
+  }
+  uint32_t window = 0;  // the last 16 bits, s[i-1] lowest
+  for (long i = 0; i < kLzContext; ++i) window = (window << 1) | (s[i] & 1u);
+  Tally tally;
+  for (long i = kLzContext + 1; i < n; ++i) {
+    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+    const unsigned y = s[i] & 1u;
+    long best = 0;
+    int guess = -1;
+    for (int j = kLzContext; j > 0; --j) {
+      auto& e = ctx.at(j, window);
+      const unsigned g = e[0] > e[1] ? 0 : 1;
+      if (e[g] != 0) {
+        if (static_cast<long>(e[g]) > best) {
+          best = e[g];
+          guess = static_cast<int>(g);
+        }
+        ++e[y];
+      } else if (dictionary < kLzMaxDictionary) {
+        e[y] = 1;
+        ++dictionary;
+      }
+    }
+    if (guess == static_cast<int>(y)) tally.hit();
+    else tally.miss();
+  }
+  return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, 2);
+}
+
+}  // namespace
+
+// ---- MultiMMC: Markov models of order 1..16 learning follower counts (capped at 100,000
+// (context, follower) pairs each); the best scorer so far makes the guess.
+double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
+  if (k == 2) return binary_multi_mmc(s, static_cast<long>(n));
+  const long len = static_cast<long>(n);
+  if (len < 3) return kNotApplicable;
+  const long big_n = len - 2;
+  std::array<ContextTable, kMmcDepth> tables;
+  std::array<long, kMmcDepth> score{}, entries{};
+  for (int d = 0; d < kMmcDepth && d < big_n; ++d) {
+    tables[static_cast<size_t>(d)].count(tables[static_cast<size_t>(d)].insert(context_key(s, d + 1, d + 1)), s[d + 1], true);
+    entries[static_cast<size_t>(d)] = 1;
+  }
+  int winner = 0;
+  Tally tally;
+  for (long i = 2; i < len; ++i) {
+    const int current = winner;
+    const uint8_t y = s[i];
+    bool found = false;
+    std::array<uint64_t, 2> key{0, 0};
+    for (int d = 0; d < kMmcDepth && i - 2 >= d; ++d) {
+      key[static_cast<size_t>(d >> 3)] |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * (d & 7));
+      ContextTable& table = tables[static_cast<size_t>(d)];
+      long& made = entries[static_cast<size_t>(d)];
+      long id = -1;
+      if (d == 0 || found) {
+        id = table.find(key);
+        found = id >= 0;
+      }
+      if (found) {
+        const ContextTable::Context& c = table.context(id);
+        if (c.prediction == y) {
+          if (++score[static_cast<size_t>(d)] >= score[static_cast<size_t>(winner)]) winner = d;
+          if (d == current) tally.hit();
+        } else if (d == current) {
+          tally.miss();
+        }
+        if (table.count(id, y, made < kMmcMaxEntries)) ++made;
+      } else if (made < kMmcMaxEntries) {
+        table.count(table.insert(key), y, true);
+        ++made;
+      }
+    }
+  }
+  return prediction_estimate(tally.correct, big_n, tally.longest, k);
+}
+
+// ---- LZ78Y: a dictionary of contexts of length 1..16 (at most 65,536 of them); the
+// longest context whose best follower is the most frequent makes the guess.
+double lz78y_estimate(const uint8_t* s, size_t n, int k) {
+  if (k == 2) return binary_lz78y(s, static_cast<long>(n));
+  const long len = static_cast<long>(n);
+  if (len < kLzContext + 2) return kNotApplicable;
+  std::array<ContextTable, kLzContext> tables;  // tables[j-1]: contexts of length j
+  long dictionary = 0;
+  for (int j = 1; j <= kLzContext; ++j) {
+    ContextTable& t = tables[static_cast<size_t>(j - 1)];
+    t.count(t.insert(context_key(s, kLzContext, j)), s[kLzContext], true);
+    ++dictionary;
+  }
+  Tally tally;
+  for (long i = kLzContext + 1; i < len; ++i) {
+    const uint8_t y = s[i];
+    const std::array<uint64_t, 2> full = context_key(s, i, kLzContext);
+    long best = 0;
+    int guess = -1;
+    for (int j = kLzContext; j > 0; --j) {
+      std::array<uint64_t, 2> key = full;  // keep the j most recent symbols
+      if (j < 8) key = {j == 0 ? 0 : full[0] & ((uint64_t{1} << (8 * j)) - 1), 0};
+      else if (j < 16) key[1] = j == 8 ? 0 : full[1] & ((uint64_t{1} << (8 * (j - 8))) - 1);
+      ContextTable& t = tables[static_cast<size_t>(j - 1)];
+      const long id = t.find(key);
+      if (id >= 0) {
+        const ContextTable::Context& c = t.context(id);
+        if (c.best > best) {
+          best = c.best;
+          guess = c.prediction;
+        }
+        t.count(id, y, true);
+      } else if (dictionary < kLzMaxDictionary) {
+        t.count(t.insert(key), y, true);
+        ++dictionary;
+      }
+    }
+    if (guess == static_cast<int>(y)) tally.hit();
+    else tally.miss();
+  }
+  return prediction_estimate(tally.correct, len - kLzContext - 1, tally.longest, k);
+}
+
+}  // namespace qe::ea

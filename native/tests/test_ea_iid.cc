@@ -1,0 +1,97 @@
+// The IID track against the outputs of NIST's ea_iid: every deterministic value (most common
+// value estimates, chi-square statistics, degrees of freedom and P-values, the longest
+// repeated substring test and the 19 unpermuted statistics) to 1e-6. The shuffle counts are
+// random by design; the permutation test is checked on its verdicts instead.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ea/ea.h"
+#include "tests/check.h"
+#include "tests/ea_reference.h"
+
+using qe::check::read_ea_reference;
+using qe::check::read_samples;
+
+namespace {
+
+constexpr double kTolerance = 1e-6;
+
+void near(const std::string& what, double ours, double nist) {
+  // Relative for the big statistics (covariance sums reach 10^10), absolute below 1.
+  const double tol = kTolerance * std::max(1.0, std::fabs(nist));
+  if (!(std::fabs(ours - nist) <= tol))
+    qe::check::fail(__FILE__, __LINE__, what + ": " + qe::check::show(ours) + " vs NIST " + qe::check::show(nist));
+}
+
+void check_file(const std::string& name) {
+  const auto ref = read_ea_reference(name + ".iid.res");
+  const std::vector<uint8_t> data = read_samples(name + ".bin");
+  const qe::ea::Samples s = qe::ea::prepare(data.data(), data.size(), 0);
+  qe::ea::IidOptions opt;
+  opt.shuffles = 0;  // the unpermuted values only; verdicts are tested below
+  const qe::ea::IidResult r = qe::ea::assess_iid(s, opt);
+  const std::string n = name + " ";
+  near(n + "literal MCV", r.most_common_literal, ref.at("Literal most_common_value"));
+  if (ref.has("Bitstring most_common_value")) {
+    near(n + "bitstring MCV", r.most_common_bitstring, ref.at("Bitstring most_common_value"));
+    near(n + "H_bitstring", r.h_bitstring, ref.at("H_bitstring"));
+  } else {
+    CHECK(std::isnan(r.h_bitstring));
+  }
+  near(n + "H_original", r.h_original, ref.at("H_original"));
+  near(n + "assessed", r.h_assessed, ref.at("H_assessed"));
+  near(n + "independence T", r.independence.statistic, ref.at("Chi square independence: T"));
+  CHECK_EQ(static_cast<double>(r.independence.df), ref.at("Chi square independence: df"));
+  near(n + "independence P", r.independence.p_value, ref.at("Chi square independence: P-value"));
+  near(n + "goodness T", r.goodness_of_fit.statistic, ref.at("Chi square goodness of fit: T"));
+  CHECK_EQ(static_cast<double>(r.goodness_of_fit.df), ref.at("Chi square goodness of fit: df"));
+  near(n + "goodness P", r.goodness_of_fit.p_value, ref.at("Chi square goodness of fit: P-value"));
+  near(n + "P_col", r.lrs_collision_probability, ref.at("Literal Longest Repeated Substring results: P_col"));
+  CHECK_EQ(static_cast<double>(r.lrs_length), ref.at("Literal Longest Repeated Substring results: W"));
+  near(n + "Pr(X >= 1)", r.lrs_probability, ref.at("Literal Longest Repeated Substring results: Pr(X >= 1)"));
+  for (int i = 0; i < qe::ea::kPermutationStatistics; ++i) {
+    const std::string key = std::string("Permutation testing: Unpermuted result ") + qe::ea::kPermutationStatisticNames[i];
+    near(n + qe::ea::kPermutationStatisticNames[i], r.unpermuted[static_cast<size_t>(i)], ref.at(key));
+  }
+}
+
+qe::ea::IidResult shuffled(const std::vector<uint8_t>& data, unsigned threads, unsigned shuffles = 10000) {
+  const qe::ea::Samples s = qe::ea::prepare(data.data(), data.size(), 0);
+  qe::ea::IidOptions opt;
+  opt.threads = threads;
+  opt.shuffles = shuffles;
+  return qe::ea::assess_iid(s, opt);
+}
+
+}  // namespace
+
+QE_TEST(ea_iid_short_file_deterministic_values) { check_file("rand8_short"); }
+
+#if !defined(__SANITIZE_ADDRESS__)  // minutes under ASan; the short file covers the code there
+QE_TEST(ea_iid_million_sample_deterministic_values) {
+  for (const char* name : {"truerand_1bit", "truerand_4bit", "truerand_8bit", "biased-random-bytes", "normal"}) check_file(name);
+}
+#endif
+
+QE_TEST(ea_iid_permutation_test_passes_nists_iid_sample_and_stops_early) {
+  // NIST's tool passes this file; the counting rule settles every statistic long before
+  // 10,000 shuffles on IID data.
+  const qe::ea::IidResult r = shuffled(read_samples("rand8_short.bin"), 2);
+  CHECK(r.permutation_passed);
+  CHECK(r.shuffles_run < 10000);
+  for (const auto& c : r.counts) CHECK(c[0] + c[1] > 5 && c[1] + c[2] > 5);
+}
+
+QE_TEST(ea_iid_permutation_test_rejects_a_ramp) {
+  // 0, 1, 2, ... 255, 0, 1, ...: every sample follows from the one before. No shuffle comes
+  // near its run and periodicity statistics, so they stay unsettled through every shuffle
+  // (300 here rather than 10,000, to keep the test short) and the test fails.
+  std::vector<uint8_t> ramp(4096);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<uint8_t>(i);
+  const qe::ea::IidResult r = shuffled(ramp, 2, 300);
+  CHECK(!r.permutation_passed);
+  CHECK(!r.passed);
+  CHECK_EQ(r.shuffles_run, 300u);
+  CHECK(r.counts[8][1] + r.counts[8][2] <= 5);  // periodicity(1): no shuffle repeats as often
+}
