@@ -71,14 +71,14 @@ class Cluster {
     return `https://127.0.0.1:${this.ports[id]}`;
   }
 
-  config(id: string, peers: Record<string, { pskFile?: string; url?: string }>, extra: Record<string, unknown> = {}): KmeConfig {
+  config(id: string, peers: Record<string, { pskFile?: string; url?: string; ratchet?: boolean }>, extra: Record<string, unknown> = {}): KmeConfig {
     return parseKmeConfig({
       id,
       listen: { host: '127.0.0.1', port: this.ports[id] },
       tls: { cert: path.join(this.dir, `kme-${id}.crt`), key: path.join(this.dir, `kme-${id}.key`), ca: path.join(this.dir, 'ca.crt') },
       storage: `sqlite:${path.join(this.dir, `site-${id}.db`)}`,
       siteKeyFile: path.join(this.dir, `site-${id}.key`),
-      peers: Object.fromEntries(Object.entries(peers).map(([p, o]) => [p, { url: o.url ?? this.url(p), ...(o.pskFile ? { pskFile: o.pskFile } : {}) }])),
+      peers: Object.fromEntries(Object.entries(peers).map(([p, o]) => [p, { ...o, url: o.url ?? this.url(p) }])),
       seedSource: 'system',
       ...extra,
     });
@@ -332,7 +332,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       origin: 'A',
       peer: 'B',
       created: Date.now(),
-      suite: 'hkdf-sha256',
+      // The link's ratchet suite and current epoch, as A's own deliveries carry them.
+      ...(({ suite, epoch }) => ({ suite, epoch }))(cluster.sites.B!.pq.linkStatus('A').ratchet as { suite: string; epoch: number }),
       master_SAE_ID: 'a1',
       slave_SAE_IDs: [],
     };
@@ -383,7 +384,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     });
     await new Promise<void>((r) => hole.listen(cluster.ports.D, '127.0.0.1', () => r()));
     // A second instance of A with a short peer timeout, on A's database.
-    const cfg = cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { peerTimeoutMs: 1000, listen: { host: '127.0.0.1', port: 0 } });
+    // Without the ratchet on the link to D, so the call that times out is the delivery itself.
+    const cfg = cluster.config('A', { B: {}, C: { pskFile }, D: { ratchet: false } }, { peerTimeoutMs: 1000, listen: { host: '127.0.0.1', port: 0 } });
     const impatient = await KmeSite.create(cfg, { seedSource: systemSeedSource(), db: await engine.open() });
     const url = await impatient.start();
     const a1 = new EtsiClient({ url, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });

@@ -3,6 +3,7 @@
 // (strict base64, exactly 1,024 bytes each, `size` equal to the array length).
 import { Agent, request, type Dispatcher } from 'undici';
 
+import { defaultGroups, watchedConnector, type TlsLog } from '../pqtls/index.js';
 import { decodeApplianceResponse, decodeEntropyResponse } from '../native/codec.js';
 import { classifyStatus, describeStatus, EntropyClientError, parseRetryAfter } from './errors.js';
 import { RetryPolicy, sleep, type RetryPolicyOptions } from './retry.js';
@@ -11,6 +12,7 @@ export const BLOCK_SIZE = 1024;
 export const MAX_BLOCKS = 512;
 const ENDPOINT = '/api/v1/quantum-entropy';
 const APPLIANCE_ENDPOINT = '/api/v1/entropy';
+const SILENT_TLS_LOG: TlsLog = { debug: () => undefined, warn: () => undefined };
 
 export interface EntropyClientOptions {
   /** The service's base address (`https://host[:port]`) or the full endpoint URL. */
@@ -20,6 +22,10 @@ export interface EntropyClientOptions {
   timeoutMs?: number;
   /** PEM CA certificate(s) to trust instead of the system store (private deployments, tests). */
   ca?: string | Buffer;
+  /** TLS key-exchange groups, in order of preference (default: the runtime's, hybrid first where it has ML-KEM). */
+  tlsGroups?: string;
+  /** Where each connection's negotiated group is logged (debug level); default nowhere. */
+  tlsLog?: TlsLog;
   /** Keep-alive connections per origin (default 4). */
   connections?: number;
   retry?: RetryPolicyOptions;
@@ -67,10 +73,10 @@ export class EntropyClient {
       keepAliveTimeout: 10_000,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
-      connect: {
-        ...(options.ca !== undefined ? { ca: options.ca } : {}),
-        minVersion: 'TLSv1.2',
-      },
+      connect: watchedConnector(
+        { ...(options.ca !== undefined ? { ca: options.ca } : {}), minVersion: 'TLSv1.2', ecdhCurve: options.tlsGroups ?? defaultGroups() },
+        { face: 'upstream', log: options.tlsLog ?? SILENT_TLS_LOG },
+      ),
     });
   }
 

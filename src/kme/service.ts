@@ -6,13 +6,14 @@ import { randomUUID } from 'node:crypto';
 
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
-import { deriveKey, SEED_BYTES, suiteFor } from './derive.js';
+import { deriveKey, SEED_BYTES } from './derive.js';
 import { badRequest, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
+import { asEtsiError, StaticLinkKeys, type LinkKeyContext, type LinkKeys } from './link-keys.js';
 import { silentLogger, type Logger } from './logger.js';
 import { NoticeSender } from './notices.js';
-import { PeerClient, type PeerTls } from './peer-client.js';
+import { PeerClient, type PeerKeyExchange, type PeerTls } from './peer-client.js';
 import { isKeyId, type EncKeysRequest, type Limits } from './requests.js';
 import { SeedUnavailableError, type SeedSource } from './seed-source.js';
 import type { SiteKey } from './site-key.js';
@@ -20,7 +21,9 @@ import { ACTIVE, ANY_SAE, KeyStore, type KeyRow } from './store.js';
 
 export interface KmeServiceOptions extends Limits {
   id: string;
-  peers: Record<string, { url: string; psk?: Buffer }>;
+  peers: Record<string, { url: string; psk?: Buffer; keyExchange?: PeerKeyExchange }>;
+  /** Per peer: how its keys are derived (default: StaticLinkKeys over its PSK). */
+  linkKeys?: (peerId: string, peer: PeerClient) => LinkKeys | undefined;
   saes: Record<string, string>;
   maxKeyCount: number;
   keyTtlSeconds: number;
@@ -30,6 +33,8 @@ export interface KmeServiceOptions extends Limits {
   siteKey: SiteKey;
   seedSource: SeedSource;
   logger?: Logger;
+  /** What `status` reports about a link in `status_extension` (TLS group, ratchet epoch). */
+  linkStatus?: (peerId: string) => Record<string, unknown>;
 }
 
 export interface KeyItem {
@@ -53,6 +58,8 @@ export interface StatusReply {
   max_key_size: number;
   min_key_size: number;
   max_SAE_ID_count: number;
+  /** The link's key exchange (TLS group, suite, ratchet epoch); ETSI's optional extension field. */
+  status_extension?: Record<string, unknown>;
 }
 
 /** The other end of a request path `{id}`: a site, and the SAE when `{id}` named one. */
@@ -74,8 +81,7 @@ export class KmeService {
   private readonly log: Logger;
   private readonly peerClients = new Map<string, PeerClient>();
   private readonly senders = new Map<string, LinkSender>();
-  private readonly suites = new Map<string, string>();
-  private readonly psks = new Map<string, Buffer | undefined>();
+  readonly linkKeys = new Map<string, LinkKeys>();
   private readonly counts = new Map<string, { n: number; at: number }>();
 
   constructor(private readonly opts: KmeServiceOptions) {
@@ -85,11 +91,10 @@ export class KmeService {
     this.writes = new GroupCommit(this.store.db);
     this.notices = new NoticeSender(this.store, this.peerClients, opts.keyTtlSeconds * 1000, this.log);
     for (const [peerId, peer] of Object.entries(opts.peers)) {
-      const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs);
+      const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs, peer.keyExchange);
       this.peerClients.set(peerId, client);
       this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log));
-      this.psks.set(peerId, peer.psk);
-      this.suites.set(peerId, suiteFor(peer.psk));
+      this.linkKeys.set(peerId, opts.linkKeys?.(peerId, client) ?? new StaticLinkKeys(peer.psk));
     }
   }
 
@@ -143,6 +148,7 @@ export class KmeService {
       max_key_size: this.opts.maxKeySize,
       min_key_size: this.opts.minKeySize,
       max_SAE_ID_count: this.opts.maxSaeIdCount,
+      ...(this.opts.linkStatus ? { status_extension: this.opts.linkStatus(target.site) } : {}),
     };
   }
 
@@ -181,7 +187,11 @@ export class KmeService {
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
+    let link: LinkKeyContext;
     try {
+      link = await this.linkKeys.get(target.site)!.forSending(req.number).catch((err: unknown) => {
+        throw asEtsiError(err);
+      });
       seeds = await this.opts.seedSource.take(SEED_BYTES * req.number);
     } catch (err) {
       this.release(target.site, req.number);
@@ -191,8 +201,6 @@ export class KmeService {
 
     const created = Date.now();
     const expires = created + this.opts.keyTtlSeconds * 1000;
-    const psk = this.psks.get(target.site);
-    const suite = this.suites.get(target.site)!;
     const rows: KeyRow[] = [];
     const wire: WireKey[] = [];
     const keys: KeyItem[] = [];
@@ -200,7 +208,7 @@ export class KmeService {
       const keyId = randomUUID();
       const seed = seeds.subarray(i * SEED_BYTES, (i + 1) * SEED_BYTES);
       const meta = { keyId, size: req.size, origin: this.id, peer: target.site };
-      const key = deriveKey(seed, psk, meta);
+      const key = deriveKey(seed, link.secret, meta);
       const w: WireKey = {
         key_ID: keyId,
         size: req.size,
@@ -208,7 +216,8 @@ export class KmeService {
         origin: this.id,
         peer: target.site,
         created,
-        suite,
+        suite: link.suite,
+        ...(link.epoch !== undefined ? { epoch: link.epoch } : {}),
         master_SAE_ID: owner,
         slave_SAE_IDs: slaves,
       };
@@ -248,7 +257,7 @@ export class KmeService {
   /** A keyed fingerprint of a delivery, to tell a harmless retry from a conflicting one. */
   private digest(w: WireKey): string {
     return this.opts.siteKey.mac(
-      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs]),
+      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs, ...(w.epoch !== undefined ? [w.epoch] : [])]),
     );
   }
 
@@ -352,15 +361,24 @@ export class KmeService {
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_DELIVERY_KEYS) {
       throw badRequest(`keys must be an array of 1 to ${MAX_DELIVERY_KEYS} key metadata records`);
     }
-    const expectedSuite = this.suites.get(origin)!;
-    const psk = this.psks.get(origin);
     const now = Date.now();
     const expires = now + this.opts.keyTtlSeconds * 1000;
-    const wire = list.map((item) => this.checkWireKey(item, origin, expectedSuite));
+    const wire = list.map((item) => this.checkWireKey(item, origin));
     if (new Set(wire.map((w) => w.key_ID)).size !== wire.length) throw badRequest('duplicate key_ID in the delivery');
+    // One batch may straddle a ratchet epoch: resolve each (suite, epoch) once.
+    const contexts = new Map<string, LinkKeyContext>();
+    for (const w of wire) {
+      const tag = `${w.suite}\n${String(w.epoch)}`;
+      if (contexts.has(tag)) continue;
+      const n = wire.filter((x) => x.suite === w.suite && x.epoch === w.epoch).length;
+      contexts.set(tag, await this.linkKeys.get(origin)!.forReceiving(w.suite, w.epoch, n).catch((err: unknown) => {
+        throw asEtsiError(err);
+      }));
+    }
     const rows: KeyRow[] = wire.map((w) => {
       const seed = Buffer.from(w.seed, 'base64');
-      const key = deriveKey(seed, psk, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
+      const link = contexts.get(`${w.suite}\n${String(w.epoch)}`)!;
+      const key = deriveKey(seed, link.secret, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
       seed.fill(0);
       const sealed = this.opts.siteKey.seal(key, this.aad(w.key_ID, w.origin, w.peer));
       key.fill(0);
@@ -401,7 +419,7 @@ export class KmeService {
     return { stored: rows.length };
   }
 
-  private checkWireKey(item: unknown, origin: string, suite: string): WireKey {
+  private checkWireKey(item: unknown, origin: string): WireKey {
     const w = item as Partial<WireKey> | null;
     const bad = (why: string): EtsiError => badRequest(`invalid key metadata: ${why}`, [{ key_ID: String(w?.key_ID) }]);
     if (typeof w !== 'object' || w === null) throw bad('not an object');
@@ -413,9 +431,8 @@ export class KmeService {
     }
     if (typeof w.seed !== 'string' || Buffer.from(w.seed, 'base64').length !== SEED_BYTES) throw bad('seed must be 256 bits, base64');
     if (typeof w.created !== 'number' || !Number.isFinite(w.created)) throw bad('created must be a time in ms');
-    if (w.suite !== suite) {
-      throw bad(`suite '${String(w.suite)}' differs from this site's '${suite}' for the link (is the PSK the same at both sites?)`);
-    }
+    if (typeof w.suite !== 'string') throw bad('suite must be a string');
+    if (w.epoch !== undefined && (typeof w.epoch !== 'number' || !Number.isSafeInteger(w.epoch) || w.epoch < 1)) throw bad('epoch must be a positive integer');
     if (typeof w.master_SAE_ID !== 'string' || !isValidId(w.master_SAE_ID)) throw bad('master_SAE_ID is not an SAE ID');
     if (!Array.isArray(w.slave_SAE_IDs) || !w.slave_SAE_IDs.every((s) => typeof s === 'string' && isValidId(s))) {
       throw bad('slave_SAE_IDs must be an array of SAE IDs');

@@ -16,6 +16,7 @@ import { Readable } from 'node:stream';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { LoggerOptions } from 'pino';
 
+import { defaultGroups, watchServer } from '../pqtls/index.js';
 import { bitsToText } from './bitstring.js';
 import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
 import { imfFixdate, simplify } from './record.js';
@@ -25,6 +26,8 @@ export interface QualityTlsSettings {
   cert: string | Buffer;
   key: string | Buffer;
   minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** Key-exchange groups in order of preference (`quality.tls.groups`; default: the runtime's). */
+  groups?: string;
 }
 
 export interface QualityAppOptions {
@@ -67,6 +70,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
       void sendError(reply, 400, { message: 'malformed request', details: [{ problem: error.message.slice(0, 200) }] });
     },
   });
+  if (options.tls) watchServer(app.server, { face: 'quality', log: app.log });
 
   // Request lines are logged at info; without logRequests the routes log warnings and errors only.
   if (options.logRequests !== true) {
@@ -201,7 +205,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
 function createServer(handler: http.RequestListener, tls: QualityTlsSettings | undefined): http.Server {
   const common = { maxHeaderSize: 8192, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
   const server = tls
-    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' }, handler)
+    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3', ecdhCurve: tls.groups ?? defaultGroups() }, handler)
     : http.createServer(common, handler);
   server.keepAliveTimeout = common.keepAliveTimeout;
   return server;

@@ -22,6 +22,7 @@ import { applianceBody, quantumEntropyBody } from './encode.js';
 import { endOfTurn } from './end-of-turn.js';
 import { ApiError, errorBody, sendApiError } from './errors.js';
 import { createEntropyMetrics, type EntropyMetrics } from './metrics.js';
+import { defaultGroups, watchServer, withTlsMetrics } from '../pqtls/index.js';
 import { acceptsJson, bearerToken, parseSize } from './query.js';
 
 export const BLOCK_SIZE = 1024;
@@ -33,6 +34,8 @@ export interface TlsSettings {
   key: string | Buffer;
   /** Oldest protocol accepted (default TLS 1.3). */
   minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** Key-exchange groups in order of preference (`entropy.tls.groups`; default: the runtime's). */
+  groups?: string;
 }
 
 export interface EntropyAppOptions {
@@ -111,6 +114,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
       void sendApiError(reply, new ApiError(400, 'malformed request', [{ problem: error.message }]));
     },
   });
+
+  if (options.tls) watchServer(app.server, { face: 'entropy', log: app.log });
 
   // Only JSON bodies (the appliance route); anything else is 415.
   app.removeContentTypeParser('text/plain');
@@ -239,8 +244,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const text = await metrics.registry.metrics();
-    return reply.type(metrics.registry.contentType).send(text);
+    const registry = withTlsMetrics(metrics.registry);
+    return reply.type(registry.contentType).send(await registry.metrics());
   });
 
   app.decorate('entropyMetrics', metrics);
@@ -275,7 +280,7 @@ function createServer(
   const common = { maxHeaderSize, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
   const server = tls
     ? https.createServer(
-        { ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' },
+        { ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3', ecdhCurve: tls.groups ?? defaultGroups() },
         handler,
       )
     : http.createServer(common, handler);
