@@ -129,7 +129,13 @@ export class LinkRatchet {
     };
     this.savedKeys = this.current?.keys ?? 0;
     // Saves run one after another, so an older state never overwrites a newer one.
-    this.saving = this.saving.catch(() => undefined).then(() => this.opts.store.save(this.opts.site, this.opts.peer, state));
+    this.saving = this.saving
+      .catch(() => undefined)
+      .then(async () => {
+        if (!(await this.opts.store.save(this.opts.site, this.opts.peer, state))) {
+          this.opts.log.debug({ peer: this.opts.peer }, 'pqlink: another instance of this site holds a newer epoch; following it');
+        }
+      });
     return this.saving;
   }
 
@@ -324,12 +330,15 @@ export class LinkRatchet {
     if (typeof epoch !== 'number' || !Number.isSafeInteger(epoch) || epoch < 1 || typeof prev !== 'number' || typeof b?.ek !== 'string') {
       throw new RatchetError(409, 'a ratchet offer needs suite, epoch, prev and ek');
     }
+    // Another instance of this site (same database) may have moved on: read the state once.
+    if (prev !== 0 && prev !== (this.current?.epoch ?? 0)) await this.load();
     const ours = this.current?.epoch ?? 0;
     if (prev !== 0 && prev !== ours) {
       this.opts.log.warn({ peer: this.opts.peer, theirs: prev, ours }, 'pqlink: ratchet offer refused: epoch mismatch');
       throw new RatchetError(409, `this site is at ratchet epoch ${ours}, not ${prev}`, { epoch: ours });
     }
-    if (epoch <= ours && prev !== 0) throw new RatchetError(409, `epoch ${epoch} is not after this site's ${ours}`, { epoch: ours });
+    // Epoch numbers only grow, even across a new chain: state at rest relies on it.
+    if (epoch <= ours) throw new RatchetError(409, `epoch ${epoch} is not after this site's ${ours}`, { epoch: ours });
     const base = prev === 0 ? undefined : this.current;
     const { ciphertext, sharedSecret } = this.mlkem.encapsulate(Buffer.from(b.ek, 'base64'));
     const chain = nextChainSecret(base?.chain, sharedSecret, this.opts.psk, epoch, this.link);
@@ -345,6 +354,11 @@ export class LinkRatchet {
     this.checkSuite(b?.suite);
     if (this.current?.epoch === b?.epoch && confirmationMatches(this.current!.chain, this.current!.epoch, this.link, b?.confirm)) {
       return { epoch: this.current!.epoch }; // a repeated commit
+    }
+    // The offer may have reached another instance of this site: its candidate is in the database.
+    if (this.candidate?.epoch !== b?.epoch) await this.load();
+    if (this.current?.epoch === b?.epoch && confirmationMatches(this.current!.chain, this.current!.epoch, this.link, b?.confirm)) {
+      return { epoch: this.current!.epoch };
     }
     const c = this.candidate;
     if (!c || c.epoch !== b?.epoch || !confirmationMatches(c.chain, c.epoch, this.link, b?.confirm)) {
@@ -377,9 +391,9 @@ export class LinkRatchet {
   /** Erases the previous epoch once its grace has passed; re-keys when due (after a peer was down, too). */
   async maintain(): Promise<void> {
     if (!this.advancing) {
-      // Another instance of this site may have re-keyed: follow it before erasing anything.
-      if (this.current && this.current.keys !== this.savedKeys) await this.save();
+      // Another instance of this site may have re-keyed: follow it before erasing or saving anything.
       await this.load();
+      if (this.current && this.current.keys !== this.savedKeys) await this.save();
     }
     if (this.previous && this.now() >= this.previous.eraseAt) {
       this.opts.log.debug({ peer: this.opts.peer, epoch: this.previous.epoch }, 'pqlink: previous epoch erased');

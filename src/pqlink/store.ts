@@ -8,6 +8,9 @@ export const PQLINK_MIGRATIONS: readonly Migration[] = [
      site TEXT NOT NULL,
      peer TEXT NOT NULL,
      sealed {{BYTES}} NOT NULL,
+     -- The highest epoch in the state (current or candidate), in the clear: a write never
+     -- replaces a state with a newer epoch (two instances of a site on one database).
+     epoch BIGINT NOT NULL,
      updated BIGINT NOT NULL,
      PRIMARY KEY (site, peer)
    );`,
@@ -58,13 +61,21 @@ export class RatchetStore {
     }
   }
 
-  async save(site: string, peer: string, state: RatchetState): Promise<void> {
+  /**
+   * Writes the state unless the stored one has a newer epoch (then another instance of the
+   * site moved on, and this one follows it at its next load). False when not written.
+   */
+  async save(site: string, peer: string, state: RatchetState): Promise<boolean> {
     const plain = Buffer.from(JSON.stringify(state), 'utf8');
     const sealed = this.sealer.seal(plain, this.aad(site, peer));
     plain.fill(0);
-    await this.db.execute(
-      'INSERT INTO pqlink_state (site, peer, sealed, updated) VALUES ($1, $2, $3, $4) ON CONFLICT (site, peer) DO UPDATE SET sealed = excluded.sealed, updated = excluded.updated',
-      [site, peer, sealed, Date.now()],
+    const epoch = Math.max(state.current?.epoch ?? 0, state.candidate?.epoch ?? 0);
+    const n = await this.db.execute(
+      `INSERT INTO pqlink_state (site, peer, sealed, epoch, updated) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (site, peer) DO UPDATE SET sealed = excluded.sealed, epoch = excluded.epoch, updated = excluded.updated
+       WHERE pqlink_state.epoch <= excluded.epoch`,
+      [site, peer, sealed, epoch, Date.now()],
     );
+    return n > 0;
   }
 }
