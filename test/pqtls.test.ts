@@ -2,6 +2,7 @@
 // runtime (hybrid X25519MLKEM768 first where OpenSSL has ML-KEM, classical on Node 20), a
 // configured list is what the face negotiates, every handshake is counted by face and
 // group on /metrics, and the config refuses groups the runtime does not have.
+import { generateKeyPairSync, webcrypto } from 'node:crypto';
 import { connect as tlsConnect } from 'node:tls';
 
 import { request } from 'undici';
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { EntropyClient } from '../src/client/index.js';
 import { ConfigError, resolveConfig } from '../src/config/index.js';
-import { CLASSICAL_DEFAULT_GROUPS, defaultGroups, HYBRID_DEFAULT_GROUPS, hybridAvailable, kexGroupOfSession } from '../src/pqtls/index.js';
+import { CLASSICAL_DEFAULT_GROUPS, defaultGroups, groupSupported, HYBRID_DEFAULT_GROUPS, hybridAvailable, kexGroupOfSession } from '../src/pqtls/index.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { makeToken, startTestServer, type TestServer } from './entropy-harness.js';
 
@@ -40,6 +41,13 @@ describe('the runtime and its default', () => {
     expect(HYBRID).toBe(major > 3 || (major === 3 && minor >= 5));
     expect(defaultGroups()).toBe(HYBRID ? HYBRID_DEFAULT_GROUPS : CLASSICAL_DEFAULT_GROUPS);
     expect(HYBRID_DEFAULT_GROUPS).toBe('X25519MLKEM768:X25519:P-256');
+  });
+
+  it('probing a group the runtime lacks leaves OpenSSL usable: WebCrypto still imports keys (qentropy pki issue)', async () => {
+    expect(groupSupported('NoSuchGroup1')).toBe(false);
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const der = privateKey.export({ format: 'der', type: 'pkcs8' });
+    await expect(webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign'])).resolves.toBeDefined();
   });
 
   it('reads the group code point from a serialized OpenSSL session (field [19] kex_group)', () => {

@@ -25,6 +25,10 @@ export function groupSupported(group: string): boolean {
       ok = true;
     } catch {
       ok = false;
+      // The refused group leaves its error on OpenSSL's error queue (Node 20), where the next
+      // unrelated OpenSSL call picks it up: WebCrypto's importKey then failed with "Invalid
+      // keyData" (`qentropy pki issue`). A context that succeeds clears the queue.
+      createSecureContext();
     }
     known.set(group, ok);
   }

@@ -47,8 +47,8 @@ export interface EntropyApiClientConfig {
   token?: string;
   caFile?: string;
   blocksPerRequest?: number;
-  /** `tls.groups`: key-exchange groups offered to the API (docs/post-quantum.md). */
-  tlsGroups: string;
+  /** `tls.groups`: key-exchange groups offered to the API (absent: the runtime's default; docs/post-quantum.md). */
+  tlsGroups?: string;
 }
 
 /**
@@ -61,7 +61,8 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
     return undefined;
   }
   node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls']);
-  const tlsGroups = validateGroups(node.child('tls').object(['groups']).child('groups'));
+  const groupsNode = node.child('tls').object(['groups']).child('groups');
+  const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
   if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an http(s) URL, got ${JSON.stringify(url)}`);
   const tokenFile = node.child('tokenFile').optionalString();
@@ -76,7 +77,7 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
     ...(token !== undefined ? { token } : {}),
     ...(caFile !== undefined ? { caFile } : {}),
     ...(blocksPerRequest !== undefined ? { blocksPerRequest } : {}),
-    tlsGroups,
+    ...(tlsGroups !== undefined ? { tlsGroups } : {}),
   };
 }
 

@@ -13,8 +13,8 @@ export interface FeederSourceConfig {
   token?: string;
   caFile?: string;
   blocksPerRequest: number;
-  /** `tls.groups`: key-exchange groups offered to the API (docs/post-quantum.md). */
-  tlsGroups: string;
+  /** `tls.groups`: key-exchange groups offered to the API (absent: the runtime's default; docs/post-quantum.md). */
+  tlsGroups?: string;
 }
 
 export interface FeederPkcs11Config {
@@ -66,7 +66,8 @@ function absolutePath(node: ConfigNode, required: boolean): string | undefined {
 
 function validateSource(node: ConfigNode): FeederSourceConfig {
   node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls']);
-  const tlsGroups = validateGroups(node.child('tls').object(['groups']).child('groups'));
+  const groupsNode = node.child('tls').object(['groups']).child('groups');
+  const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
   if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an https:// URL, got ${JSON.stringify(url)}`);
   const tokenFile = absolutePath(node.child('tokenFile'), false);
@@ -79,7 +80,7 @@ function validateSource(node: ConfigNode): FeederSourceConfig {
     ...(token ? { token } : {}),
     ...(caFile ? { caFile } : {}),
     blocksPerRequest: node.child('blocksPerRequest').integer(64, { min: 1, max: 512 }),
-    tlsGroups,
+    ...(tlsGroups !== undefined ? { tlsGroups } : {}),
   };
 }
 
