@@ -144,7 +144,16 @@ export class KmeSite {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.app.close();
+    // Closing closes the idle keep-alive connections once; one whose request was still
+    // running (a peer's notice, say) stays open after its answer and the close never
+    // finished. Close idle connections again until it has.
+    const server = this.app.server as unknown as { closeIdleConnections?: () => void };
+    const sweep = setInterval(() => server.closeIdleConnections?.(), 100);
+    try {
+      await this.app.close();
+    } finally {
+      clearInterval(sweep);
+    }
     await this.maintaining;
     await this.service.close();
     await this.pq.close();
