@@ -49,6 +49,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
       token,
       ...(ca ? { ca } : {}),
       blocksPerRequest: src.blocksPerRequest,
+      ...(src.tlsGroups ? { tlsGroups: src.tlsGroups } : {}),
       minEntropyPerByte: config.health.minEntropyPerByte,
       fips140: config.health.fips140,
       failureLimit: config.health.failureLimit,
