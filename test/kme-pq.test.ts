@@ -389,6 +389,28 @@ describe('the inter-site ML-KEM-768 ratchet', () => {
     expect(sites.logs.A!.some((l) => l.msg === 'pqlink: new ratchet epoch')).toBe(true);
   });
 
+  it('an instance whose epoch another instance of the site retired gets one 503, then follows at once', async () => {
+    // Maintenance (which would also follow) once an hour, so only the refusal makes A follow.
+    const cfgA = sites.config('A', { B: { pskFile } }, { maintenanceSeconds: 3600 });
+    await sites.start('A', cfgA);
+    await sites.start('B', sites.config('B', { A: { pskFile } }));
+    const [first] = await sites.etsi('A', 'a1').encKeys('B');
+    expect(await sites.etsi('B', 'b1').decKeys('A', [first!.key_ID])).toEqual([first]);
+    const epoch = await epochOf('B', 'A');
+    // Two more instances of A on A's database, one after the other: each re-keys at start.
+    for (let i = 1; i <= 2; i++) {
+      const other = await KmeSite.create({ ...cfgA, listen: { host: '127.0.0.1', port: 0 } }, { seedSource: systemSeedSource(), logger: captureLogger([]) });
+      await other.start();
+      await until(`B at epoch ${epoch + i}`, async () => (await epochOf('B', 'A')) === epoch + i);
+      await other.stop();
+    }
+    expect(await epochOf('A', 'B')).toBe(epoch);
+    await expect(sites.etsi('A', 'a1').encKeys('B')).rejects.toMatchObject({ status: 503 });
+    await until('A following the other instances', async () => (await epochOf('A', 'B')) === epoch + 2, 2000);
+    const [next] = await sites.etsi('A', 'a1').encKeys('B');
+    expect(await sites.etsi('B', 'b1').decKeys('A', [next!.key_ID])).toEqual([next]);
+  });
+
   it('sites that disagree on the suite (the ratchet on at one only) refuse with 503 and a log line, never a wrong key', async () => {
     await sites.start('A', sites.config('A', { B: { pskFile } }));
     await sites.start('B', sites.config('B', { A: { pskFile, ratchet: false } }));

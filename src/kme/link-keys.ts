@@ -18,6 +18,8 @@ export interface LinkKeys {
   forSending(keys: number): Promise<LinkKeyContext>;
   /** The context for `keys` delivered keys that name `suite` and `epoch`; refuses a mismatch. */
   forReceiving(suite: unknown, epoch: unknown, keys: number): Promise<LinkKeyContext>;
+  /** Reads the link's state again (another instance of the site may have moved it on). */
+  resync?(): Promise<void>;
   /** What the KME status extension and /healthz show about the link. */
   status?(): Record<string, unknown>;
 }

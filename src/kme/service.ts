@@ -269,6 +269,9 @@ export class KmeService {
       else await this.multicast.submit(rows, wire);
     } catch (err) {
       this.release(target.site, req.number);
+      // A refusal may mean another instance of this site moved a link's ratchet on: read
+      // its state again now rather than at the next maintenance pass.
+      for (const site of slaves.keys()) void this.linkKeys.get(site)!.resync?.().catch(() => undefined);
       throw err;
     }
     this.log.info({ op: 'enc_keys', sae: owner, peer: target.site, number: req.number, size: req.size }, 'kme: keys created');

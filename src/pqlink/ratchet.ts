@@ -192,6 +192,11 @@ export class LinkRatchet {
     return undefined;
   }
 
+  /** After a refused delivery: follow another instance of this site now, unless an exchange runs. */
+  async resync(): Promise<void> {
+    if (!this.advancing) await this.load();
+  }
+
   status(): Record<string, unknown> {
     return {
       suite: this.suite,
