@@ -60,6 +60,8 @@ export interface StartOptions {
   clock?: FakeClock;
   pool?: EntropyPool;
   sourceHealth?: () => SourceHealth;
+  /** The service's tls.groups (default: the runtime's). */
+  tlsGroups?: string;
 }
 
 export async function startTestServer(options: StartOptions): Promise<TestServer> {
@@ -75,7 +77,7 @@ export async function startTestServer(options: StartOptions): Promise<TestServer
     pool,
     accounts: accountsFromStore(store),
     sourceHealth: options.sourceHealth ?? devHealth,
-    tls: { cert: tls.cert, key: tls.key },
+    tls: { cert: tls.cert, key: tls.key, ...(options.tlsGroups ? { groups: options.tlsGroups } : {}) },
     logger: false,
     ...(options.clock ? { now: options.clock.read } : {}),
   });

@@ -138,10 +138,15 @@ async function main() {
     const cfg = {
       id,
       listen: { host: '127.0.0.1', port: ports[id] },
-      tls: { cert: path.join(dir, `kme-${id}.crt`), key: path.join(dir, `kme-${id}.key`), ca: path.join(dir, 'ca.crt') },
+      tls: {
+        cert: path.join(dir, `kme-${id}.crt`), key: path.join(dir, `kme-${id}.key`), ca: path.join(dir, 'ca.crt'),
+        // BENCH_TLS_GROUPS pins the key-exchange groups (e.g. X25519 against the hybrid default).
+        ...(process.env.BENCH_TLS_GROUPS ? { groups: process.env.BENCH_TLS_GROUPS } : {}),
+      },
       storage: `sqlite:${path.join(dir, `site-${id}.db`)}`,
       siteKeyFile: path.join(dir, `site-${id}.key`),
-      peers: { [peer]: { url: `https://127.0.0.1:${ports[peer]}` } },
+      // BENCH_RATCHET=off runs the link without the ML-KEM ratchet (the classical suite).
+      peers: { [peer]: { url: `https://127.0.0.1:${ports[peer]}`, ...(process.env.BENCH_RATCHET === 'off' ? { ratchet: false } : {}) } },
       seedSource: 'system',
       maxKeyPerRequest: maxPerRequest,
       maxKeyCount: 100_000_000,
@@ -176,6 +181,7 @@ async function main() {
     const pad = (s, n) => String(s).padEnd(n);
     const num = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
     console.log(`\nKME, two sites on loopback, mTLS, ${concurrency} concurrent SAE clients, 256-bit keys, ${seconds} s per run`);
+    console.log(`Node ${process.version}, OpenSSL ${process.versions.openssl}, tls.groups ${process.env.BENCH_TLS_GROUPS ?? '(default)'}, ratchet ${process.env.BENCH_RATCHET === 'off' ? 'off' : 'on'}`);
     console.log(`${pad('operation', 22)}${pad('keys/s', 10)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('errors', 8)}target`);
     for (const [name, r] of results) {
       const target = name === 'enc_keys number=1' ? `≥ ${TARGET_KEYS_PER_S} keys/s: ${r.keys / r.seconds >= TARGET_KEYS_PER_S ? 'met' : 'NOT met'}` : '';

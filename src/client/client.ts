@@ -5,11 +5,13 @@ import { decodeApplianceResponse, decodeEntropyResponse } from '../native/codec.
 import { classifyStatus, describeStatus, EntropyClientError, parseRetryAfter } from './errors.js';
 import { RetryPolicy, sleep, type RetryPolicyOptions } from './retry.js';
 import { HttpTransport, TransportError } from './transport.js';
+import type { TlsLog } from '../pqtls/index.js';
 
 export const BLOCK_SIZE = 1024;
 export const MAX_BLOCKS = 512;
 const ENDPOINT = '/api/v1/quantum-entropy';
 const APPLIANCE_ENDPOINT = '/api/v1/entropy';
+const SILENT_TLS_LOG: TlsLog = { debug: () => undefined, warn: () => undefined };
 
 export interface EntropyClientOptions {
   /** The service's base address (`https://host[:port]`) or the full endpoint URL. */
@@ -19,6 +21,10 @@ export interface EntropyClientOptions {
   timeoutMs?: number;
   /** PEM CA certificate(s) to trust instead of the system store (private deployments, tests). */
   ca?: string | Buffer;
+  /** TLS key-exchange groups, in order of preference (default: the runtime's, hybrid first where it has ML-KEM). */
+  tlsGroups?: string;
+  /** Where each connection's negotiated group is logged (debug level); default nowhere. */
+  tlsLog?: TlsLog;
   /** Keep-alive connections per origin (default 4). */
   connections?: number;
   retry?: RetryPolicyOptions;
@@ -63,6 +69,8 @@ export class EntropyClient {
       connections: options.connections ?? 4,
       timeoutMs: options.timeoutMs ?? 30_000,
       ...(options.ca !== undefined ? { ca: options.ca } : {}),
+      ...(options.tlsGroups !== undefined ? { tlsGroups: options.tlsGroups } : {}),
+      tlsWatch: { face: 'upstream', log: options.tlsLog ?? SILENT_TLS_LOG },
     });
   }
 

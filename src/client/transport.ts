@@ -4,6 +4,9 @@
 // about 3 MB. docs/feeder.md, "Memory".)
 import http from 'node:http';
 import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
+
+import { checkClientSocket, defaultGroups, type ClientWatch } from '../pqtls/index.js';
 
 export interface TransportOptions {
   /** Keep-alive connections per origin. */
@@ -12,6 +15,10 @@ export interface TransportOptions {
   timeoutMs: number;
   /** PEM CA certificate(s) to trust instead of the system store. */
   ca?: string | Buffer;
+  /** TLS key-exchange groups offered, in order of preference (default: the runtime's). */
+  tlsGroups?: string;
+  /** Counts and logs each TLS connection's negotiated group (docs/post-quantum.md). */
+  tlsWatch?: ClientWatch;
 }
 
 export interface TransportRequest {
@@ -53,7 +60,14 @@ export class HttpTransport {
     // bounded by the per-request signal below.
     const common = { keepAlive: true, maxSockets: options.connections, maxFreeSockets: options.connections, timeout: IDLE_MS };
     this.httpAgent = new http.Agent(common);
-    this.httpsAgent = new https.Agent({ ...common, minVersion: 'TLSv1.2', ...(options.ca !== undefined ? { ca: options.ca } : {}) });
+    this.httpsAgent = new https.Agent({
+      ...common,
+      minVersion: 'TLSv1.2',
+      ecdhCurve: options.tlsGroups ?? defaultGroups(),
+      ...(options.ca !== undefined ? { ca: options.ca } : {}),
+    });
+    const watch = options.tlsWatch;
+    if (watch) watchAgent(this.httpsAgent, watch);
   }
 
   request(url: URL, req: TransportRequest): Promise<TransportResponse> {
@@ -91,6 +105,23 @@ export class HttpTransport {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
+}
+
+/**
+ * Observes the group of every connection the agent opens, once, when its handshake is
+ * done (a pooled connection reused later is not counted again); a refused connection
+ * fails the request that opened it with NotPostQuantumError's message.
+ */
+function watchAgent(agent: https.Agent, watch: ClientWatch): void {
+  const create = agent.createConnection.bind(agent) as (options: https.RequestOptions, callback?: unknown) => TLSSocket;
+  agent.createConnection = ((options: https.RequestOptions, callback?: unknown) => {
+    const socket = create(options, callback);
+    socket.once('secureConnect', () => {
+      const refused = checkClientSocket(socket, options.host ?? options.hostname ?? undefined, watch);
+      if (refused) socket.destroy(refused);
+    });
+    return socket;
+  }) as typeof agent.createConnection;
 }
 
 /** One line for what went wrong on the wire. */

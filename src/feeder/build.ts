@@ -53,6 +53,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
       token,
       ...(ca ? { ca } : {}),
       blocksPerRequest: src.blocksPerRequest,
+      ...(src.tlsGroups ? { tlsGroups: src.tlsGroups } : {}),
       minEntropyPerByte: healthMinEntropy(config.health.minEntropyPerByte, assessed),
       fips140: config.health.fips140,
       failureLimit: config.health.failureLimit,

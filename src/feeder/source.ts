@@ -13,6 +13,8 @@ export interface FeederSourceOptions {
   url: string;
   token: string;
   ca?: string | Buffer;
+  /** TLS key-exchange groups offered (default: the runtime's). */
+  tlsGroups?: string;
   /** Blocks per request (1..512, default 64). */
   blocksPerRequest: number;
   /** Assessed min-entropy per byte for the SP 800-90B cutoffs. */
@@ -104,6 +106,7 @@ export class FeederSource {
       url: options.url,
       token: options.token,
       ...(options.ca !== undefined ? { ca: options.ca } : {}),
+      ...(options.tlsGroups !== undefined ? { tlsGroups: options.tlsGroups } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
       onRetry: ({ error, delayMs }) => {
         this.status.state = 'retrying';

@@ -22,6 +22,8 @@ export interface WireKey {
   peer: string;
   created: number;
   suite: string;
+  /** The link's ratchet epoch the key derives from (ratcheted links only). */
+  epoch?: number;
   master_SAE_ID: string;
   /** Empty: any SAE of the peer site may retrieve the key (once). */
   slave_SAE_IDs: string[];

@@ -2,22 +2,17 @@
 // the metadata every site it goes to needs to regenerate it, and the origin's row (metadata
 // only: the origin never serves a key again). The slave's site derives the key from its own
 // seed; a further site of a multicast key gets its own seed and the key wrapped with its
-// link's derivation (derive.ts). Nothing here touches the network or the database.
+// link's derivation (derive.ts), each link with its own secret and ratchet epoch. Nothing here touches the network or the database.
 import { randomUUID } from 'node:crypto';
 
 import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './derive.js';
 import type { WireKey } from './link.js';
+import type { LinkKeyContext } from './link-keys.js';
 import { PENDING, type KeyRow } from './store.js';
 
 export interface KeyItem {
   key_ID: string;
   key: string;
-}
-
-/** One link's secret material: its PSK (if any) and the suite naming it. */
-export interface LinkSecret {
-  psk: Buffer | undefined;
-  suite: string;
 }
 
 export interface MintRequest {
@@ -31,7 +26,8 @@ export interface MintRequest {
   expires: number;
   /** Slave SAEs by site: the slave's site first (its list may be empty = any SAE there), then further sites. */
   slaves: ReadonlyMap<string, readonly string[]>;
-  links: ReadonlyMap<string, LinkSecret>;
+  /** Each site's link context for sending now: suite, ratchet epoch, secret (link-keys.ts). */
+  links: ReadonlyMap<string, LinkKeyContext>;
   /** `seedBytes(number, sites)` fresh random bytes; zeroed here once used. */
   seeds: Buffer;
   /** The keyed fingerprint of a delivery, stored with the row. */
@@ -67,16 +63,17 @@ export function mintKeys(req: MintRequest): Minted {
       peer: site,
       created: req.created,
       suite: req.links.get(site)!.suite,
+      ...(req.links.get(site)!.epoch !== undefined ? { epoch: req.links.get(site)!.epoch! } : {}),
       master_SAE_ID: req.owner,
       slave_SAE_IDs: [...req.slaves.get(site)!],
     });
     const seed = takeSeed();
-    const key = deriveKey(seed, req.links.get(slaveSite!)!.psk, { keyId, size: req.size, origin: req.origin, peer: slaveSite! });
+    const key = deriveKey(seed, req.links.get(slaveSite!)!.secret, { keyId, size: req.size, origin: req.origin, peer: slaveSite! });
     const w = metaFor(slaveSite!, seed);
     wire.get(slaveSite!)!.push(w);
     for (const site of further) {
       const siteSeed = takeSeed();
-      const pad = deriveKey(siteSeed, req.links.get(site)!.psk, { keyId, size: req.size, origin: req.origin, peer: site });
+      const pad = deriveKey(siteSeed, req.links.get(site)!.secret, { keyId, size: req.size, origin: req.origin, peer: site });
       const wrapped = wrapForSite(key, pad);
       const meta = metaFor(site, siteSeed);
       wire.get(site)!.push({ ...meta, suite: meta.suite + SUITE_WRAPPED_SUFFIX, wrap: wrapped.toString('base64') });

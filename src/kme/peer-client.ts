@@ -7,11 +7,23 @@ import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { Agent, request } from 'undici';
 
 import { identityFromNames } from '../pki/identity.js';
+import { defaultGroups, type TlsLog } from '../pqtls/index.js';
+import { watchedConnector } from '../pqtls/undici-connector.js';
 
 export interface PeerTls {
   cert: string | Buffer;
   key: string | Buffer;
   ca: string | Buffer;
+}
+
+/** How this site's calls to one peer use TLS key exchange (docs/post-quantum.md). */
+export interface PeerKeyExchange {
+  /** Groups offered, in order of preference. */
+  groups: string;
+  /** Refuse a connection that did not negotiate a hybrid group. */
+  requirePostQuantum: boolean;
+  log: TlsLog;
+  onGroup?: (group: string) => void;
 }
 
 /** What went wrong with a call, and whether the peer may have acted on it. */
@@ -21,13 +33,15 @@ export class PeerCallError extends Error {
     /** True when the request may have reached the peer (timeout, reset, 5xx). */
     readonly maybeDelivered: boolean,
     readonly status?: number,
+    /** The `details` of the peer's error body, when it sent one. */
+    readonly details?: unknown[],
   ) {
     super(message);
     this.name = 'PeerCallError';
   }
 }
 
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UND_ERR_CONNECT_TIMEOUT', 'QENTROPY_TLS_NOT_POST_QUANTUM']);
 
 function errorCode(err: unknown): string | undefined {
   let e: unknown = err;
@@ -47,6 +61,7 @@ export class PeerClient {
     readonly baseUrl: string,
     tls: PeerTls,
     private readonly timeoutMs: number,
+    private readonly exchange?: PeerKeyExchange,
   ) {
     this.agent = this.makeAgent(tls);
   }
@@ -66,7 +81,8 @@ export class PeerClient {
     return new Agent({
       connections: 16,
       keepAliveTimeout: 60_000,
-      connect: {
+      connect: watchedConnector({
+        ecdhCurve: this.exchange?.groups ?? defaultGroups(),
         cert: tls.cert,
         key: tls.key,
         ca: tls.ca,
@@ -80,7 +96,13 @@ export class PeerClient {
           }
           return undefined;
         },
-      },
+      }, {
+        face: 'kme-link-client',
+        log: this.exchange?.log ?? { debug: () => undefined, warn: () => undefined },
+        requireHybrid: this.exchange?.requirePostQuantum ?? false,
+        who: { peer: peerId },
+        ...(this.exchange?.onGroup ? { onGroup: this.exchange.onGroup } : {}),
+      }),
     });
   }
 
@@ -109,14 +131,17 @@ export class PeerClient {
     }
     if (res.statusCode !== 200) {
       let message = text.slice(0, 200);
+      let details: unknown[] | undefined;
       try {
-        message = String((JSON.parse(text) as { message?: unknown }).message ?? message);
+        const parsed = JSON.parse(text) as { message?: unknown; details?: unknown };
+        message = String(parsed.message ?? message);
+        if (Array.isArray(parsed.details)) details = parsed.details;
       } catch {
         /* not JSON: keep the text */
       }
       // A 4xx or a 503 from our own peer code means the peer refused and stored nothing.
       const maybe = res.statusCode >= 500 && res.statusCode !== 503;
-      throw new PeerCallError(`peer KME '${this.peerId}' answered ${res.statusCode}: ${message}`, maybe, res.statusCode);
+      throw new PeerCallError(`peer KME '${this.peerId}' answered ${res.statusCode}: ${message}`, maybe, res.statusCode, details);
     }
     try {
       return JSON.parse(text) as T;

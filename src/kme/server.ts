@@ -7,6 +7,7 @@ import type { TLSSocket } from 'node:tls';
 
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 
+import { defaultGroups } from '../pqtls/index.js';
 import { identityFromCertificate, type CertIdentity } from '../pki/identity.js';
 import { badRequest, EtsiError, unauthorized } from './errors.js';
 import { parseDecKeysBody, parseDecKeysQuery, parseEncKeysBody, parseEncKeysQuery } from './requests.js';
@@ -16,6 +17,8 @@ export interface KmeServerTls {
   cert: string | Buffer;
   key: string | Buffer;
   ca: string | Buffer;
+  /** Key-exchange groups (kme.tls.groups); default: the runtime's. */
+  groups?: string;
 }
 
 export interface KmeServerOptions {
@@ -28,7 +31,7 @@ export interface KmeServerOptions {
 const identities = new WeakMap<TLSSocket, CertIdentity | null>();
 
 /** The verified identity of the TLS peer, computed once per connection. */
-function callerOf(request: FastifyRequest): CertIdentity {
+export function callerOf(request: FastifyRequest): CertIdentity {
   const socket = request.raw.socket as TLSSocket;
   let who = identities.get(socket);
   if (who === undefined) {
@@ -52,6 +55,7 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
       requestCert: true,
       rejectUnauthorized: true,
       minVersion: 'TLSv1.3',
+      ecdhCurve: opts.tls.groups ?? defaultGroups(),
     },
     logger: opts.logger ?? false,
     // Deliveries carry up to 20,000 key records; ETSI requests are tiny.

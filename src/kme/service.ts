@@ -4,15 +4,16 @@
 // from its certificate and turns EtsiErrors into responses.
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
-import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, suiteFor, wrapForSite } from './derive.js';
+import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './derive.js';
 import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
+import { asEtsiError, StaticLinkKeys, type LinkKeyContext, type LinkKeys } from './link-keys.js';
 import { silentLogger, type Logger } from './logger.js';
-import { mintKeys, seedBytes, type KeyItem, type LinkSecret } from './mint.js';
+import { mintKeys, seedBytes, type KeyItem } from './mint.js';
 import { MulticastSender } from './multicast.js';
 import { NoticeSender } from './notices.js';
-import { PeerClient, type PeerTls } from './peer-client.js';
+import { PeerClient, type PeerKeyExchange, type PeerTls } from './peer-client.js';
 import { isKeyId, type EncKeysRequest, type KeyIdItem, type Limits } from './requests.js';
 import { SeedUnavailableError, type SeedSource } from './seed-source.js';
 import type { SiteKey } from './site-key.js';
@@ -20,7 +21,9 @@ import { ACTIVE, ANSWERING, ANY_SAE, KeyStore, PENDING, type KeyRow } from './st
 
 export interface KmeServiceOptions extends Limits {
   id: string;
-  peers: Record<string, { url: string; psk?: Buffer }>;
+  peers: Record<string, { url: string; psk?: Buffer; keyExchange?: PeerKeyExchange }>;
+  /** Per peer: how its keys are derived (default: StaticLinkKeys over its PSK). */
+  linkKeys?: (peerId: string, peer: PeerClient) => LinkKeys | undefined;
   saes: Record<string, string>;
   maxKeyCount: number;
   keyTtlSeconds: number;
@@ -32,6 +35,8 @@ export interface KmeServiceOptions extends Limits {
   siteKey: SiteKey;
   seedSource: SeedSource;
   logger?: Logger;
+  /** What `status` reports about a link in `status_extension` (TLS group, ratchet epoch). */
+  linkStatus?: (peerId: string) => Record<string, unknown>;
 }
 
 export type { KeyItem } from './mint.js';
@@ -59,8 +64,11 @@ export interface StatusReply {
   max_key_size: number;
   min_key_size: number;
   max_SAE_ID_count: number;
-  /** `link_keys_held`: keys of the link held at this site now, in both directions. */
-  status_extension: { link_keys_held: number };
+  /**
+   * `link_keys_held`: keys of the link held at this site now, in both directions; with the
+   * post-quantum parts, also the link's key exchange (TLS group, suite, ratchet epoch).
+   */
+  status_extension: { link_keys_held: number } & Record<string, unknown>;
 }
 
 /** The other end of a request path `{id}`: a site, and the SAE when `{id}` named one. */
@@ -83,7 +91,7 @@ export class KmeService {
   private readonly peerClients = new Map<string, PeerClient>();
   private readonly senders = new Map<string, LinkSender>();
   private readonly multicast: MulticastSender;
-  private readonly links = new Map<string, LinkSecret>();
+  readonly linkKeys = new Map<string, LinkKeys>();
   private readonly counts = new Map<string, { n: number; at: number }>();
   /** Keys whose enc_keys answer this process is writing: maintenance leaves them alone. */
   private readonly answering = new Set<string>();
@@ -97,10 +105,10 @@ export class KmeService {
     this.writes = new GroupCommit(this.store.db);
     this.notices = new NoticeSender(this.store, this.peerClients, opts.keyTtlSeconds * 1000, this.log);
     for (const [peerId, peer] of Object.entries(opts.peers)) {
-      const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs);
+      const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs, peer.keyExchange);
       this.peerClients.set(peerId, client);
       this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log));
-      this.links.set(peerId, { psk: peer.psk, suite: suiteFor(peer.psk) });
+      this.linkKeys.set(peerId, opts.linkKeys?.(peerId, client) ?? new StaticLinkKeys(peer.psk));
     }
     this.multicast = new MulticastSender({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, this.peerClients);
   }
@@ -160,7 +168,7 @@ export class KmeService {
       max_key_size: this.opts.maxKeySize,
       min_key_size: this.opts.minKeySize,
       max_SAE_ID_count: this.multicastLimit(target),
-      status_extension: { link_keys_held: held },
+      status_extension: { ...this.opts.linkStatus?.(target.site), link_keys_held: held },
     };
   }
 
@@ -227,7 +235,15 @@ export class KmeService {
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
+    const links = new Map<string, LinkKeyContext>();
     try {
+      // Every site the keys go to derives them with its own link's current secret (its
+      // ratchet epoch, or its PSK); a link that cannot give one refuses the whole request.
+      for (const site of slaves.keys()) {
+        links.set(site, await this.linkKeys.get(site)!.forSending(req.number).catch((err: unknown) => {
+          throw asEtsiError(err);
+        }));
+      }
       seeds = await this.opts.seedSource.take(seedBytes(req.number, slaves.size));
     } catch (err) {
       this.release(target.site, req.number);
@@ -243,7 +259,7 @@ export class KmeService {
       created,
       expires: created + this.opts.keyTtlSeconds * 1000,
       slaves,
-      links: this.links,
+      links,
       seeds,
       digest: (w) => this.digest(w),
     });
@@ -253,6 +269,9 @@ export class KmeService {
       else await this.multicast.submit(rows, wire);
     } catch (err) {
       this.release(target.site, req.number);
+      // A refusal may mean another instance of this site moved a link's ratchet on: read
+      // its state again now rather than at the next maintenance pass.
+      for (const site of slaves.keys()) void this.linkKeys.get(site)!.resync?.().catch(() => undefined);
       throw err;
     }
     this.log.info({ op: 'enc_keys', sae: owner, peer: target.site, number: req.number, size: req.size }, 'kme: keys created');
@@ -301,7 +320,10 @@ export class KmeService {
   /** A keyed fingerprint of a delivery, to tell a harmless retry from a conflicting one. */
   private digest(w: WireKey): string {
     return this.opts.siteKey.mac(
-      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs, w.wrap ?? null]),
+      JSON.stringify([
+        w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs, w.wrap ?? null,
+        ...(w.epoch !== undefined ? [w.epoch] : []),
+      ]),
     );
   }
 
@@ -397,14 +419,27 @@ export class KmeService {
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_DELIVERY_KEYS) {
       throw badRequest(`keys must be an array of 1 to ${MAX_DELIVERY_KEYS} key metadata records`);
     }
-    const { suite: expectedSuite, psk } = this.links.get(origin)!;
     const now = Date.now();
     const expires = now + this.opts.keyTtlSeconds * 1000;
-    const wire = list.map((item) => this.checkWireKey(item, origin, expectedSuite));
+    const wire = list.map((item) => this.checkWireKey(item, origin));
     if (new Set(wire.map((w) => w.key_ID)).size !== wire.length) throw badRequest('duplicate key_ID in the delivery');
+    // One batch may straddle a ratchet epoch: resolve each (suite, epoch) once. A wrapped
+    // key (a further site of a multicast key) derives its pad with this link's own suite
+    // and epoch, so a mismatch refuses it like any other delivery of the link.
+    const contexts = new Map<string, LinkKeyContext>();
+    const tagOf = (w: WireKey): string => `${linkSuite(w)}\n${String(w.epoch)}`;
+    for (const w of wire) {
+      const tag = tagOf(w);
+      if (contexts.has(tag)) continue;
+      const n = wire.filter((x) => tagOf(x) === tag).length;
+      contexts.set(tag, await this.linkKeys.get(origin)!.forReceiving(linkSuite(w), w.epoch, n).catch((err: unknown) => {
+        throw asEtsiError(err);
+      }));
+    }
     const rows: KeyRow[] = wire.map((w) => {
       const seed = Buffer.from(w.seed, 'base64');
-      const derived = deriveKey(seed, psk, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
+      const link = contexts.get(tagOf(w))!;
+      const derived = deriveKey(seed, link.secret, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
       seed.fill(0);
       // A key multicast to this site as a further one arrives wrapped with this link's derivation.
       const key = w.wrap === undefined ? derived : wrapForSite(Buffer.from(w.wrap, 'base64'), derived);
@@ -448,7 +483,7 @@ export class KmeService {
     return { stored: rows.length };
   }
 
-  private checkWireKey(item: unknown, origin: string, suite: string): WireKey {
+  private checkWireKey(item: unknown, origin: string): WireKey {
     const w = item as Partial<WireKey> | null;
     const bad = (why: string): EtsiError => badRequest(`invalid key metadata: ${why}`, [{ key_ID: String(w?.key_ID) }]);
     if (typeof w !== 'object' || w === null) throw bad('not an object');
@@ -460,10 +495,9 @@ export class KmeService {
     }
     if (typeof w.seed !== 'string' || Buffer.from(w.seed, 'base64').length !== SEED_BYTES) throw bad('seed must be 256 bits, base64');
     if (typeof w.created !== 'number' || !Number.isFinite(w.created)) throw bad('created must be a time in ms');
-    const expected = w.wrap === undefined ? suite : suite + SUITE_WRAPPED_SUFFIX;
-    if (w.suite !== expected) {
-      throw bad(`suite '${String(w.suite)}' differs from this site's '${expected}' for the link (is the PSK the same at both sites?)`);
-    }
+    if (typeof w.suite !== 'string') throw bad('suite must be a string');
+    if (w.wrap !== undefined && !w.suite.endsWith(SUITE_WRAPPED_SUFFIX)) throw bad(`a wrapped key's suite must end in '${SUITE_WRAPPED_SUFFIX}'`);
+    if (w.epoch !== undefined && (typeof w.epoch !== 'number' || !Number.isSafeInteger(w.epoch) || w.epoch < 1)) throw bad('epoch must be a positive integer');
     if (typeof w.master_SAE_ID !== 'string' || !isValidId(w.master_SAE_ID)) throw bad('master_SAE_ID is not an SAE ID');
     if (!Array.isArray(w.slave_SAE_IDs) || !w.slave_SAE_IDs.every((s) => typeof s === 'string' && isValidId(s))) {
       throw bad('slave_SAE_IDs must be an array of SAE IDs');
@@ -558,4 +592,9 @@ export class KmeService {
     await this.writes.idle();
     await Promise.all([...this.peerClients.values()].map((c) => c.close()));
   }
+}
+
+/** The suite of the link a delivery names: a wrapped key's suite without its '+wrap'. */
+function linkSuite(w: WireKey): string {
+  return w.wrap === undefined ? w.suite : w.suite.slice(0, -SUITE_WRAPPED_SUFFIX.length);
 }

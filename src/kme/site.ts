@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { KmeConfig } from '../config/sections/kme.js';
 import { openDatabase, type Db } from '../storage/db.js';
 import { silentLogger, type Logger } from './logger.js';
+import { SitePostQuantum } from './post-quantum.js';
 import { type SeedSource } from './seed-source.js';
 import { buildKmeServer } from './server.js';
 import { KmeService } from './service.js';
@@ -36,15 +37,14 @@ export class KmeSite {
     private readonly db: Db,
     private readonly ownsDb: boolean,
     private readonly log: Logger,
+    readonly pq: SitePostQuantum,
   ) {}
 
   static async create(config: KmeConfig, deps: KmeSiteDeps): Promise<KmeSite> {
     const tls = await readSiteTls(config);
     const siteKey = await SiteKey.load(config.siteKeyFile);
-    const peers: Record<string, { url: string; psk?: Buffer }> = {};
-    for (const [id, p] of Object.entries(config.peers)) {
-      peers[id] = { url: p.url, ...(p.pskFile ? { psk: await loadPsk(p.pskFile) } : {}) };
-    }
+    const psks: Record<string, Buffer | undefined> = {};
+    for (const [id, p] of Object.entries(config.peers)) psks[id] = p.pskFile ? await loadPsk(p.pskFile) : undefined;
     let db = deps.db;
     const ownsDb = db === undefined;
     if (!db) {
@@ -55,9 +55,16 @@ export class KmeSite {
       const store = new KeyStore(db);
       await store.migrate();
       const log = deps.logger ?? silentLogger;
+      const pq = new SitePostQuantum(config, db, siteKey, psks, log);
+      await pq.migrate();
+      const peers = Object.fromEntries(
+        Object.entries(config.peers).map(([id, p]) => [id, { url: p.url, ...(psks[id] ? { psk: psks[id] } : {}), keyExchange: pq.keyExchange(id) }]),
+      );
       const service = new KmeService({
         id: config.id,
         peers,
+        linkKeys: (id, client) => pq.linkKeys(id, client),
+        linkStatus: (id) => pq.linkStatus(id),
         saes: config.saes,
         keySize: config.keySize,
         minKeySize: config.minKeySize,
@@ -74,8 +81,11 @@ export class KmeSite {
         seedSource: deps.seedSource,
         logger: log,
       });
-      const app = buildKmeServer({ service, tls, logger: deps.httpLogger ?? false });
-      return new KmeSite(config, service, app, db, ownsDb, log);
+      await pq.load();
+      const app = buildKmeServer({ service, tls: { ...tls, groups: config.tls.groups }, logger: deps.httpLogger ?? false });
+      pq.watch(app);
+      pq.routes(app);
+      return new KmeSite(config, service, app, db, ownsDb, log, pq);
     } catch (err) {
       if (ownsDb) await db.close();
       throw err;
@@ -88,7 +98,8 @@ export class KmeSite {
     this.timer = setInterval(() => this.runMaintenance(), this.config.maintenanceSeconds * 1000);
     this.timer.unref();
     this.runMaintenance();
-    this.log.info({ url: this.url }, 'kme: listening');
+    this.pq.start();
+    this.log.info({ url: this.url, groups: this.config.tls.groups }, 'kme: listening');
     return this.url;
   }
 
@@ -113,7 +124,7 @@ export class KmeSite {
     // setSecureContext builds the new context before it replaces the old one, so a set
     // that does not fit together throws here with every connection unaffected.
     try {
-      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3' });
+      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3', ecdhCurve: this.config.tls.groups });
     } catch (err) {
       throw new Error(`kme.tls: the new certificate, key and CA are not usable together: ${(err as Error).message}`);
     }
@@ -124,6 +135,7 @@ export class KmeSite {
   runMaintenance(): Promise<void> {
     this.maintaining ??= this.service
       .maintain()
+      .then(() => this.pq.maintain())
       .catch((err: Error) => this.log.warn({ reason: err.message }, 'kme: maintenance pass failed'))
       .finally(() => {
         this.maintaining = undefined;
@@ -133,9 +145,19 @@ export class KmeSite {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.app.close();
+    // Closing closes the idle keep-alive connections once; one whose request was still
+    // running (a peer's notice, say) stays open after its answer and the close never
+    // finished. Close idle connections again until it has.
+    const server = this.app.server as unknown as { closeIdleConnections?: () => void };
+    const sweep = setInterval(() => server.closeIdleConnections?.(), 100);
+    try {
+      await this.app.close();
+    } finally {
+      clearInterval(sweep);
+    }
     await this.maintaining;
     await this.service.close();
+    await this.pq.close();
     if (this.ownsDb) await this.db.close();
   }
 }

@@ -11,6 +11,8 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 
+import { defaultGroups } from '../pqtls/index.js';
+
 /** Writes one complete HTTP/1.1 response with a JSON error body and closes the connection. */
 export function writeRawError(
   socket: Duplex,
@@ -47,6 +49,8 @@ export interface ListenerTls {
   key: string | Buffer;
   /** Oldest protocol accepted (default TLS 1.3). */
   minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** Key-exchange groups in order of preference (`<role>.tls.groups`; default: the runtime's, docs/post-quantum.md). */
+  groups?: string;
 }
 
 /**
@@ -61,7 +65,7 @@ export function createListener(
   // requireHostHeader off: Node would answer a Host-less request with an empty 400 itself.
   const common = { maxHeaderSize, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000, requireHostHeader: false };
   const server = tls
-    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' })
+    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3', ecdhCurve: tls.groups ?? defaultGroups() })
     : http.createServer(common);
   server.keepAliveTimeout = common.keepAliveTimeout;
   server.on('request', guardRawRequests(server, handler));

@@ -15,6 +15,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { LoggerOptions } from 'pino';
 
 import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
+import { watchServer } from '../pqtls/index.js';
 import { bitsToText } from './bitstring.js';
 import { createQualityMetrics } from './metrics.js';
 import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
@@ -66,6 +67,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
       void sendError(reply, 400, { message: 'malformed request', details: [{ problem: error.message.slice(0, 200) }] });
     },
   });
+  if (options.tls) watchServer(app.server, { face: 'quality', log: app.log });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof QueryError) return sendError(reply, 400, { message: error.message, details: error.details });

@@ -20,12 +20,12 @@ import type { Role, RoleContext } from './types.js';
 export interface EntropyRoleConfig {
   listen: { host: string; port: number };
   /** PEM files; required unless `plainHttp` is true. */
-  tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3' };
+  tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3'; groups?: string };
   /** Serve plain HTTP (loopback, or behind a TLS-terminating proxy). */
   plainHttp?: boolean;
   /** hwrng | device:PATH | rdseed | upstream | getrandom */
   source: string;
-  upstream?: { url: string; token?: string; tokenFile?: string; caFile?: string; blocksPerRequest?: number };
+  upstream?: { url: string; token?: string; tokenFile?: string; caFile?: string; blocksPerRequest?: number; tlsGroups?: string };
   pool?: { capacityBytes?: number; lowWaterBytes?: number; chunkBytes?: number };
   health?: { minEntropyPerByte?: number; assessment?: string; failureLimit?: number };
   /** sqlite:PATH or postgres://... */
@@ -206,6 +206,8 @@ export class EntropyRole implements Role {
       token,
       ...(ca ? { ca } : {}),
       ...(upstream.blocksPerRequest ? { blocksPerRequest: upstream.blocksPerRequest } : {}),
+      ...(upstream.tlsGroups ? { tlsGroups: upstream.tlsGroups } : {}),
+      tlsLog: this.logger,
     };
   }
 }

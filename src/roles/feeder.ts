@@ -10,6 +10,7 @@ import { loadConfig } from '../config/index.js';
 import type { FeederConfig } from '../config/sections/feeder.js';
 import { buildFeeder, FeedBuffer, type Feeder, writeStatusFile } from '../feeder/index.js';
 import type { FeederSourceOptions } from '../feeder/source.js';
+import { withTlsMetrics } from '../pqtls/index.js';
 import type { Role, RoleContext } from './types.js';
 
 export interface FeederRoleDeps {
@@ -131,7 +132,9 @@ export class FeederRole implements Role {
       };
       if (req.method !== 'GET' || !feeder) return send(req.method !== 'GET' ? 405 : 503, 'application/json', JSON.stringify({ message: req.method !== 'GET' ? 'method not allowed' : 'feeder not running', details: [] }));
       if (url === '/metrics') {
-        void feeder.registry.metrics().then((text) => send(200, feeder.registry.contentType, text));
+        // The process's TLS handshake counters ride along (the sources' groups; docs/post-quantum.md).
+        const registry = withTlsMetrics(feeder.registry);
+        void registry.metrics().then((text) => send(200, registry.contentType, text));
       } else if (url === '/status') {
         void feeder.status().then((s) => send(200, 'application/json', JSON.stringify(s)));
       } else if (url === '/healthz') {

@@ -134,6 +134,8 @@ export class QualityRole implements Role {
         token,
         blocksPerRequest: api.blocksPerRequest,
         ...(ca ? { ca } : {}),
+        ...(api.tlsGroups ? { tlsGroups: api.tlsGroups } : {}),
+        tlsLog: this.logger,
         onRetry: ({ error, delayMs }) => this.logger.warn({ err: error.message, delayMs }, 'entropy API request failed; retrying'),
       });
     }

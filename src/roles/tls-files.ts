@@ -1,5 +1,7 @@
 import fs from 'node:fs/promises';
 
+import { defaultGroups } from '../pqtls/index.js';
+
 /**
  * Reads a role's TLS certificate chain and private key. Both are read; every file that
  * cannot be read is named (certFile first), so the message does not depend on which read
@@ -20,6 +22,8 @@ export interface ServingTls {
   key: Buffer;
   /** Oldest protocol accepted (default TLS 1.3). */
   minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** Key-exchange groups (default: the runtime's, hybrid first where it has ML-KEM). */
+  groups?: string;
 }
 
 /**
@@ -28,7 +32,7 @@ export interface ServingTls {
  */
 export async function loadServingTls(
   section: string,
-  config: { tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3' } | undefined; plainHttp?: boolean | undefined },
+  config: { tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3'; groups?: string } | undefined; plainHttp?: boolean | undefined },
 ): Promise<ServingTls | undefined> {
   const { tls, plainHttp } = config;
   if (!tls) {
@@ -36,7 +40,7 @@ export async function loadServingTls(
     throw new Error(`${section}.tls: certFile and keyFile are required (or set ${section}.plainHttp to serve plain HTTP)`);
   }
   const { cert, key } = await readTlsFiles(section, tls);
-  return { cert, key, ...(tls.minVersion ? { minVersion: tls.minVersion } : {}) };
+  return { cert, key, ...(tls.minVersion ? { minVersion: tls.minVersion } : {}), ...(tls.groups ? { groups: tls.groups } : {}) };
 }
 
 /**
@@ -47,6 +51,6 @@ export async function loadServingTls(
 export function useNewCertificate(server: unknown, tls: ServingTls): boolean {
   const https = server as { setSecureContext?: (options: object) => void } | undefined;
   if (!https?.setSecureContext) return false;
-  https.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' });
+  https.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3', ecdhCurve: tls.groups ?? defaultGroups() });
   return true;
 }

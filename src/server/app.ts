@@ -19,6 +19,7 @@ import { applianceBody, quantumEntropyBody } from './encode.js';
 import { endOfTurn } from './end-of-turn.js';
 import { ApiError, sendApiError, unauthorized } from './errors.js';
 import { createEntropyMetrics, type EntropyMetrics } from './metrics.js';
+import { watchServer, withTlsMetrics } from '../pqtls/index.js';
 import { acceptsJson, bearerToken, parseSize } from './query.js';
 
 export const BLOCK_SIZE = 1024;
@@ -103,6 +104,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
       void sendApiError(reply, new ApiError(400, 'malformed request', [{ problem: error.message }]));
     },
   });
+
+  if (options.tls) watchServer(app.server, { face: 'entropy', log: app.log });
 
   // Only JSON bodies (the appliance route); anything else is 415.
   app.removeContentTypeParser('text/plain');
@@ -231,8 +234,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const text = await metrics.registry.metrics();
-    return reply.type(metrics.registry.contentType).send(text);
+    const registry = withTlsMetrics(metrics.registry);
+    return reply.type(registry.contentType).send(await registry.metrics());
   });
 
   app.decorate('entropyMetrics', metrics);

@@ -7,7 +7,20 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
+
+import type Database from 'better-sqlite3';
+
+/**
+ * better-sqlite3 is loaded on the first SQLite open, not at import: its addon is built for
+ * one Node ABI, and a process that only uses PostgreSQL (e.g. a KME site under another Node
+ * line, in the cross-runtime tests) must not need it.
+ */
+let sqliteModule: typeof Database | undefined;
+function sqliteConstructor(): typeof Database {
+  sqliteModule ??= createRequire(import.meta.url)('better-sqlite3') as typeof Database;
+  return sqliteModule;
+}
 
 import { AsyncMutex } from './mutex.js';
 import { expandMacros, translatePlaceholders } from './sql.js';
@@ -110,7 +123,7 @@ function openShared(file: string): SharedConnection {
     return existing;
   }
   if (!inMemory) prepareFile(key);
-  const sqlite = new Database(inMemory ? ':memory:' : key, { timeout: BUSY_TIMEOUT_MS });
+  const sqlite = new (sqliteConstructor())(inMemory ? ':memory:' : key, { timeout: BUSY_TIMEOUT_MS });
   let wal: WalSyncer | undefined;
   try {
     const mode = switchToWal(sqlite);

@@ -5,6 +5,7 @@ import path from 'node:path';
 
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
+import { validateGroups } from '../../pqtls/groups.js';
 import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
 
 export const ENTROPY_SOURCES = ['hwrng', 'device:PATH', 'rdseed', 'upstream', 'getrandom'] as const;
@@ -47,6 +48,8 @@ export interface EntropyApiClientConfig {
   token?: string;
   caFile?: string;
   blocksPerRequest?: number;
+  /** `tls.groups`: key-exchange groups offered to the API (absent: the runtime's default; docs/post-quantum.md). */
+  tlsGroups?: string;
 }
 
 /**
@@ -58,7 +61,9 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
     if (requiredWhen) node.fail(`is required when ${requiredWhen}`);
     return undefined;
   }
-  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest']);
+  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls']);
+  const groupsNode = node.child('tls').object(['groups']).child('groups');
+  const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
   if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an http(s) URL, got ${JSON.stringify(url)}`);
   const tokenFile = node.child('tokenFile').optionalString();
@@ -73,6 +78,7 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
     ...(token !== undefined ? { token } : {}),
     ...(caFile !== undefined ? { caFile } : {}),
     ...(blocksPerRequest !== undefined ? { blocksPerRequest } : {}),
+    ...(tlsGroups !== undefined ? { tlsGroups } : {}),
   };
 }
 

@@ -2,6 +2,7 @@
 // Validated in full at start (and on every SIGHUP reload), naming the key of each problem.
 import path from 'node:path';
 
+import { validateGroups } from '../../pqtls/groups.js';
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
 
@@ -12,6 +13,8 @@ export interface FeederSourceConfig {
   token?: string;
   caFile?: string;
   blocksPerRequest: number;
+  /** `tls.groups`: key-exchange groups offered to the API (absent: the runtime's default; docs/post-quantum.md). */
+  tlsGroups?: string;
 }
 
 export interface FeederPkcs11Config {
@@ -62,7 +65,9 @@ function absolutePath(node: ConfigNode, required: boolean): string | undefined {
 }
 
 function validateSource(node: ConfigNode): FeederSourceConfig {
-  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest']);
+  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls']);
+  const groupsNode = node.child('tls').object(['groups']).child('groups');
+  const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
   if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an https:// URL, got ${JSON.stringify(url)}`);
   const tokenFile = absolutePath(node.child('tokenFile'), false);
@@ -75,6 +80,7 @@ function validateSource(node: ConfigNode): FeederSourceConfig {
     ...(token ? { token } : {}),
     ...(caFile ? { caFile } : {}),
     blocksPerRequest: node.child('blocksPerRequest').integer(64, { min: 1, max: 512 }),
+    ...(tlsGroups !== undefined ? { tlsGroups } : {}),
   };
 }
 

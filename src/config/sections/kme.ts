@@ -5,6 +5,7 @@ import path from 'node:path';
 import { isValidId } from '../../pki/identity.js';
 import type { PathKeys } from '../paths.js';
 import type { EnvValueType, SectionContext } from '../section.js';
+import { defaultGroups, groupsProblem, hybridAvailable, isHybridGroup, NODE_VERSIONS_WITH_MLKEM } from '../../pqtls/index.js';
 
 export type KmeSeedSourceKind = 'pool' | 'entropy-api' | 'system';
 
@@ -13,6 +14,19 @@ export interface KmePeerConfig {
   url: string;
   /** Optional link pre-shared key (0600; the same bytes at both sites). */
   pskFile?: string;
+  /** Key-exchange groups this site offers when it calls the peer (default: kme.tls.groups). */
+  groups: string;
+  /** Refuse the link (both directions) unless its TLS negotiated a hybrid group (default: kme.requirePostQuantum). */
+  requirePostQuantum: boolean;
+  /** The per-link ML-KEM-768 ratchet (docs/post-quantum.md); on by default. */
+  ratchet: boolean;
+}
+
+export interface KmeRatchetConfig {
+  /** A new epoch (one ML-KEM-768 exchange) at least this often. */
+  epochSeconds: number;
+  /** ... and after this many keys in the current epoch, whichever comes first. */
+  epochKeys: number;
 }
 
 export interface KmeConfig {
@@ -20,7 +34,10 @@ export interface KmeConfig {
   /** This site's KME ID (must match the URI SAN of its certificate). */
   id: string;
   listen: { host: string; port: number };
-  tls: { cert: string; key: string; ca: string };
+  tls: { cert: string; key: string; ca: string; groups: string };
+  /** Refuse SAE connections (and, by default, peer links) that did not negotiate a hybrid group. */
+  requirePostQuantum: boolean;
+  ratchet: KmeRatchetConfig;
   /** Storage URL for the key store; default: the daemon's storage. */
   storage?: string;
   /** AES-256-GCM key sealing stored keys; created 0600 when absent. */
@@ -65,6 +82,7 @@ export const KME_DEFAULTS = {
   orphanKeyTtlSeconds: 300,
   peerTimeoutMs: 5_000,
   maintenanceSeconds: 5,
+  ratchet: { epochSeconds: 3600, epochKeys: 100_000 },
 };
 
 /** Keys holding files (relative ones in a config file are beside the file). */
@@ -126,8 +144,35 @@ function checkKnown(o: Obj, known: readonly string[], at: string): void {
 const KNOWN = [
   'enabled', 'id', 'listen', 'tls', 'storage', 'siteKeyFile', 'peers', 'saes', 'seedSource', 'entropyApi', 'keySize', 'minKeySize',
   'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'orphanKeyTtlSeconds', 'peerTimeoutMs',
-  'maintenanceSeconds',
+  'maintenanceSeconds', 'requirePostQuantum', 'ratchet',
 ] as const;
+
+/** requirePostQuantum on a runtime without ML-KEM: refused, naming the runtimes that have it. */
+function checkRuntimeFor(at: string): void {
+  if (hybridAvailable()) return;
+  throw new KmeConfigError(
+    `${at}.requirePostQuantum`,
+    `this runtime (Node ${process.version}, OpenSSL ${process.versions.openssl}) has no ML-KEM for TLS; run qentropy on ${NODE_VERSIONS_WITH_MLKEM}, or turn requirePostQuantum off`,
+  );
+}
+
+function bool(o: Obj, key: string, at: string, fallback: boolean): boolean {
+  const v = o[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'boolean') throw new KmeConfigError(`${at}.${key}`, 'must be true or false');
+  return v;
+}
+
+/** A groups list: known to this runtime, and with a hybrid group when post-quantum is required. */
+function groups(o: Obj, at: string, fallback: string, requirePostQuantum: boolean): string {
+  const value = o.groups === undefined ? fallback : str(o, 'groups', at);
+  const problem = groupsProblem(value);
+  if (problem) throw new KmeConfigError(`${at}.groups`, problem);
+  if (requirePostQuantum && !value.split(':').some((g) => isHybridGroup(g))) {
+    throw new KmeConfigError(`${at}.groups`, 'offers no post-quantum hybrid group (e.g. X25519MLKEM768) but requirePostQuantum is on');
+  }
+  return value;
+}
 
 /** Validates the `kme` section (raw JSON) and fills defaults. */
 export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext = { stateDir: '/var/lib/qentropy' }): KmeConfig {
@@ -148,8 +193,23 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
 
   const tlsRaw = raw.tls;
   if (!isObj(tlsRaw)) throw new KmeConfigError(`${at}.tls`, 'must be an object with cert, key and ca file paths');
-  checkKnown(tlsRaw, ['cert', 'key', 'ca'], `${at}.tls`);
-  const tls = { cert: str(tlsRaw, 'cert', `${at}.tls`), key: str(tlsRaw, 'key', `${at}.tls`), ca: str(tlsRaw, 'ca', `${at}.tls`) };
+  checkKnown(tlsRaw, ['cert', 'key', 'ca', 'groups'], `${at}.tls`);
+  const requirePostQuantum = bool(raw, 'requirePostQuantum', at, false);
+  if (requirePostQuantum) checkRuntimeFor(at);
+  const tls = {
+    cert: str(tlsRaw, 'cert', `${at}.tls`),
+    key: str(tlsRaw, 'key', `${at}.tls`),
+    ca: str(tlsRaw, 'ca', `${at}.tls`),
+    groups: groups(tlsRaw, `${at}.tls`, defaultGroups(), requirePostQuantum),
+  };
+
+  const ratchetRaw = raw.ratchet ?? {};
+  if (!isObj(ratchetRaw)) throw new KmeConfigError(`${at}.ratchet`, 'must be an object { epochSeconds?, epochKeys? }');
+  checkKnown(ratchetRaw, ['epochSeconds', 'epochKeys'], `${at}.ratchet`);
+  const ratchet = {
+    epochSeconds: int(ratchetRaw, 'epochSeconds', `${at}.ratchet`, KME_DEFAULTS.ratchet.epochSeconds, 1, 366 * 86_400),
+    epochKeys: int(ratchetRaw, 'epochKeys', `${at}.ratchet`, KME_DEFAULTS.ratchet.epochKeys, 1, 1_000_000_000),
+  };
 
   const peersRaw = raw.peers ?? {};
   if (!isObj(peersRaw)) throw new KmeConfigError(`${at}.peers`, 'must be an object of KME ID → { url, pskFile? }');
@@ -159,7 +219,7 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
     if (!isValidId(peerId)) throw new KmeConfigError(pAt, 'the peer KME ID is not valid');
     if (peerId === id) throw new KmeConfigError(pAt, 'a site cannot be its own peer');
     if (!isObj(p)) throw new KmeConfigError(pAt, 'must be an object { url, pskFile? }');
-    checkKnown(p, ['url', 'pskFile'], pAt);
+    checkKnown(p, ['url', 'pskFile', 'groups', 'requirePostQuantum', 'ratchet'], pAt);
     const url = str(p, 'url', pAt);
     let parsed: URL;
     try {
@@ -168,7 +228,15 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
       throw new KmeConfigError(`${pAt}.url`, 'must be an https:// URL');
     }
     if (parsed.protocol !== 'https:') throw new KmeConfigError(`${pAt}.url`, 'must be an https:// URL');
-    peers[peerId] = { url: url.replace(/\/+$/, ''), ...(p.pskFile !== undefined ? { pskFile: str(p, 'pskFile', pAt) } : {}) };
+    const linkRequires = bool(p, 'requirePostQuantum', pAt, requirePostQuantum);
+    if (linkRequires) checkRuntimeFor(pAt);
+    peers[peerId] = {
+      url: url.replace(/\/+$/, ''),
+      ...(p.pskFile !== undefined ? { pskFile: str(p, 'pskFile', pAt) } : {}),
+      groups: groups(p, pAt, tls.groups, linkRequires),
+      requirePostQuantum: linkRequires,
+      ratchet: bool(p, 'ratchet', pAt, true),
+    };
   }
 
   const saesRaw = raw.saes ?? {};
@@ -216,6 +284,8 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
     id,
     listen,
     tls,
+    requirePostQuantum,
+    ratchet,
     ...(storage !== undefined ? { storage } : {}),
     siteKeyFile: str(raw, 'siteKeyFile', at, path.join(context.stateDir, KME_DEFAULTS.siteKeyFile)),
     peers,

@@ -1,11 +1,14 @@
 // The `tls` block of a role that serves HTTPS (entropy, quality): certificate and key
 // files and the minimum protocol version, required unless the role serves plain HTTP.
+import { validateGroups } from '../../pqtls/groups.js';
 import type { ConfigNode } from '../node.js';
 
 export interface ServerTlsConfig {
   certFile: string;
   keyFile: string;
   minVersion: 'TLSv1.2' | 'TLSv1.3';
+  /** Key-exchange groups, colon-separated, in order of preference (docs/post-quantum.md). */
+  groups: string;
 }
 
 /**
@@ -17,12 +20,13 @@ export function validateServerTls(
   section: string,
   { enabled, plainHttp }: { enabled: boolean; plainHttp: boolean },
 ): ServerTlsConfig | undefined {
-  tlsNode.object(['certFile', 'keyFile', 'minVersion']);
+  tlsNode.object(['certFile', 'keyFile', 'minVersion', 'groups']);
   if (tlsNode.present) {
     return {
       certFile: tlsNode.child('certFile').requiredString(),
       keyFile: tlsNode.child('keyFile').requiredString(),
       minVersion: tlsNode.child('minVersion').oneOf(['TLSv1.3', 'TLSv1.2'] as const, 'TLSv1.3'),
+      groups: validateGroups(tlsNode.child('groups')),
     };
   }
   if (enabled && !plainHttp) {

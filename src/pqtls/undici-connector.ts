@@ -1,0 +1,36 @@
+// The undici side of watching client handshakes (the KME's inter-KME links use undici).
+// Kept apart from observe.ts so that clients on node:https (src/client: the feeder, the
+// entropy upstream) never load undici (docs/feeder.md, "Memory").
+import type { TLSSocket } from 'node:tls';
+
+import { buildConnector } from 'undici';
+
+import { checkClientSocket, type ClientWatch } from './observe.js';
+
+/**
+ * An undici `connect` function: undici's own connector with `tlsOptions`, plus the count,
+ * the debug line and (when required) the refusal of a classical handshake.
+ */
+export function watchedConnector(tlsOptions: buildConnector.BuildOptions, watch: ClientWatch): buildConnector.connector {
+  const connect = buildConnector(tlsOptions);
+  return (options, callback) => {
+    connect(options, (err, socket) => {
+      if (err || !socket) {
+        callback(err ?? new Error('connect failed'), null);
+        return;
+      }
+      const tlsSocket = socket as TLSSocket;
+      if (typeof tlsSocket.getEphemeralKeyInfo !== 'function') {
+        callback(null, socket);
+        return;
+      }
+      const refused = checkClientSocket(tlsSocket, options.hostname, watch);
+      if (refused) {
+        socket.destroy();
+        callback(refused, null);
+        return;
+      }
+      callback(null, socket);
+    });
+  };
+}
