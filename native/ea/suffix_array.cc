@@ -200,11 +200,14 @@ TupleCounts counts_by_suffix_array(const uint8_t* s, size_t n) {
   return finish(v, max_at_depth, pair_steps);
 }
 
-// LSD radix sort of 64-bit keys, 16 bits a pass.
+// Sorts 64-bit keys: LSD radix passes on the top 32 bits only (16 bits a pass), then each run
+// sharing those bits is finished by insertion sort. Windows of real data rarely share 32 bits
+// (runs of one or two), so this halves the passes over memory that a full 64-bit sort needs;
+// long runs (repetitive data) fall back to std::sort.
 void radix_sort(std::vector<uint64_t>& keys) {
   std::vector<uint64_t> tmp(keys.size());
   std::vector<size_t> count(65536);
-  for (int shift = 0; shift < 64; shift += 16) {
+  for (int shift = 32; shift < 64; shift += 16) {
     std::fill(count.begin(), count.end(), 0);
     for (uint64_t k : keys) ++count[(k >> shift) & 0xFFFF];
     size_t sum = 0;
@@ -215,6 +218,17 @@ void radix_sort(std::vector<uint64_t>& keys) {
     }
     for (uint64_t k : keys) tmp[count[(k >> shift) & 0xFFFF]++] = k;
     keys.swap(tmp);
+  }
+  for (size_t a = 0; a < keys.size();) {
+    size_t b = a + 1;
+    while (b < keys.size() && (keys[b] >> 32) == (keys[a] >> 32)) ++b;
+    if (b - a > 16) {
+      std::sort(keys.begin() + static_cast<std::ptrdiff_t>(a), keys.begin() + static_cast<std::ptrdiff_t>(b));
+    } else {
+      for (size_t i = a + 1; i < b; ++i)
+        for (size_t j = i; j > a && keys[j - 1] > keys[j]; --j) std::swap(keys[j - 1], keys[j]);
+    }
+    a = b;
   }
 }
 
