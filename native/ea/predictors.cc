@@ -391,6 +391,52 @@ struct BinaryContexts {
   }
 };
 
+// One binary Markov model of MultiMMC during phase 1: its table of follower counts, the
+// pairs it made, and where it records per step whether it predicted and was right.
+struct MmcOrder {
+  std::array<uint32_t, 2>* table;
+  uint32_t mask;  // its context bits
+  long made;
+  uint64_t* predicted;
+  uint64_t* right;
+};
+
+// Phase 1 of binary MultiMMC for G orders over steps [from, to) of a chunk starting at
+// `chunk`. The G models are independent, and running them in one loop overlaps their
+// chains (a model's next step often reads the count its last step wrote).
+template <int G>
+void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
+  uint32_t c = 0;  // the bits before step i, s[i-1] lowest
+  for (long j = std::max<long>(0, from - kMmcDepth); j < from; ++j) c = (c << 1) | (s[j] & 1u);
+  std::array<uint64_t, G> pbits{}, rbits{};
+  for (long i = from; i < to; ++i) {
+    const unsigned y = s[i] & 1u;
+    const long k = i - chunk;
+    for (size_t g = 0; g < G; ++g) {
+      MmcOrder& m = o[g];
+      auto& e = m.table[c & m.mask];
+      const unsigned guess = e[0] > e[1] ? 0 : 1;
+      if (e[guess] != 0) {
+        pbits[g] |= uint64_t{1} << (k & 63);
+        rbits[g] |= static_cast<uint64_t>(guess == y) << (k & 63);
+        if (e[y] != 0) ++e[y];
+        else if (m.made < kMmcMaxEntries) e[y] = 1, ++m.made;
+      } else if (m.made < kMmcMaxEntries) {
+        e[y] = 1;
+        ++m.made;
+      }
+    }
+    c = (c << 1) | y;
+    if ((k & 63) == 63 || i + 1 == to) {  // stored once per word, not OR-ed into memory per step
+      for (size_t g = 0; g < G; ++g) {
+        o[g].predicted[k >> 6] |= pbits[g];
+        o[g].right[k >> 6] |= rbits[g];
+        pbits[g] = rbits[g] = 0;
+      }
+    }
+  }
+}
+
 // Binary MultiMMC in two phases per chunk of steps. For binary data the 16 models are
 // independent: a context of length m+1 can only have been seen if its length-m suffix was
 // (no cap binds below order 16), so "skip longer models once a context is new" never changes
@@ -421,37 +467,24 @@ double binary_multi_mmc(const uint8_t* s, long n) {
   Tally tally;
   for (long chunk = 2; chunk < n; chunk += kChunk) {
     const long end = std::min(n, chunk + kChunk);
+    std::array<MmcOrder, kMmcDepth> order;
     for (int d = 0; d < kMmcDepth; ++d) {
       const auto du = static_cast<size_t>(d);
-      auto& t = table[du];
-      uint64_t* pw = predicted[du].data();
-      uint64_t* rw = right[du].data();
       std::fill(predicted[du].begin(), predicted[du].end(), 0);
       std::fill(right[du].begin(), right[du].end(), 0);
-      const uint32_t mask = (2u << d) - 1;
-      long made = entries[du];
-      const long first = std::max<long>(chunk, d + 2);  // order d+1 predicts from step d+2
-      uint32_t c = 0;
-      if (first < end)
-        for (long j = first - d - 1; j < first; ++j) c = (c << 1) | (s[j] & 1u);
-      for (long i = first; i < end; ++i) {
-        auto& e = t[c & mask];
-        const unsigned y = s[i] & 1u;
-        const unsigned guess = e[0] > e[1] ? 0 : 1;
-        const long k = i - chunk;
-        if (e[guess] != 0) {
-          pw[k >> 6] |= uint64_t{1} << (k & 63);
-          rw[k >> 6] |= static_cast<uint64_t>(guess == y) << (k & 63);
-          if (e[y] != 0) ++e[y];
-          else if (made < kMmcMaxEntries) e[y] = 1, ++made;
-        } else if (made < kMmcMaxEntries) {
-          e[y] = 1;
-          ++made;
-        }
-        c = (c << 1) | y;
-      }
-      entries[du] = made;
+      order[du] = {table[du].data(), (2u << d) - 1, entries[du], predicted[du].data(), right[du].data()};
     }
+    // Four orders at a time; each order alone first over the steps before the group's last
+    // order starts predicting (order d+1 predicts from step d+2).
+    for (int d0 = 0; d0 < kMmcDepth; d0 += 4) {
+      const long from = std::max<long>(chunk, d0 + 3 + 2);
+      for (int g = 0; g < 3; ++g) {
+        const long first = std::max<long>(chunk, d0 + g + 2);
+        if (first < std::min(end, from)) mmc_steps<1>(s, chunk, first, std::min(end, from), &order[static_cast<size_t>(d0 + g)]);
+      }
+      if (from < end) mmc_steps<4>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
+    }
+    for (int d = 0; d < kMmcDepth; ++d) entries[static_cast<size_t>(d)] = order[static_cast<size_t>(d)].made;
     // Phase 2: the scoreboard over this chunk.
     for (long b = chunk; b < end; b += 64) {
       const long block = std::min<long>(64, end - b);
