@@ -7,7 +7,9 @@
 // including the tool's dictionary caps and tie-breaks.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "ea/ea.h"
@@ -227,51 +229,84 @@ namespace {
 
 // Context (up to 16 symbols) -> counts of the symbols that followed it, with the running
 // prediction: the most frequent follower, the larger symbol on ties.
+//
+// Both tables are open-addressed and memory-bound (their working set exceeds L2), so they are
+// kept small (8-byte slots) and the callers know their keys a few steps ahead and prefetch
+// them: a follower's slot is placed by its context's hash, not its id, so both slots can be
+// fetched before the context is found. Ids and counts are 32-bit: the callers cap the
+// contexts below 2^24 and pass fewer than 2^32 samples.
 class ContextTable {
  public:
   using Key = std::array<uint64_t, 2>;
   struct Context {
-    long best = 0;
+    Key key;
+    uint32_t best = 0;
     uint8_t prediction = 0;
   };
 
-  ContextTable() { rehash(1024); }
+  // `expected`: contexts and (context, follower) pairs the caller may make, to size the
+  // tables once (growing rehashes everything made so far).
+  explicit ContextTable(size_t expected = 512) {
+    size_t size = 1024;
+    while (size < 2 * expected) size *= 2;
+    slots_.assign(size, Slot{-1, 0});
+    mask_ = size - 1;
+    followers_.assign(size, Follower{0, 0});
+    follower_mask_ = size - 1;
+    contexts_.reserve(expected);
+  }
 
-  // Index of the context, or -1. The key sits in the slot, so a probe is one cache line.
-  long find(const Key& key) const {
-    for (size_t h = hash(key[0], key[1]) & mask_;; h = (h + 1) & mask_) {
-      const Slot& slot = slots_[h];
+  static uint64_t hash(const Key& key) {
+    const uint64_t h = key[0] * 0x9E3779B97F4A7C15ull ^ (key[1] + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    return h ^ (h >> 29);
+  }
+
+  // Brings the slots a find/insert of a key hashing to `h` and a count of its follower `y`
+  // will touch into cache.
+  void prefetch(uint64_t h, uint8_t y) const {
+    __builtin_prefetch(&slots_[h & mask_]);
+    __builtin_prefetch(&followers_[follower_slot(h, y) & follower_mask_]);
+  }
+
+  // Index of the context, or -1. The slot holds the top hash bits, so a probe of a slot
+  // holding another context rarely reads that context's key.
+  long find(const Key& key, uint64_t h) const {
+    const auto tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& slot = slots_[i];
       if (slot.id < 0) return -1;
-      if (slot.k0 == key[0] && slot.k1 == key[1]) return slot.id;
+      if (slot.tag == tag && contexts_[static_cast<size_t>(slot.id)].key == key) return slot.id;
     }
   }
 
-  long insert(const Key& key) {
+  // Index of the context, added if new.
+  long insert(const Key& key, uint64_t h) {
     if ((contexts_.size() + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
-    size_t h = hash(key[0], key[1]) & mask_;
-    for (; slots_[h].id >= 0; h = (h + 1) & mask_)
-      if (slots_[h].k0 == key[0] && slots_[h].k1 == key[1]) return slots_[h].id;
-    const long id = static_cast<long>(contexts_.size());
-    slots_[h] = {key[0], key[1], id};
-    contexts_.push_back({});
+    const auto tag = static_cast<uint32_t>(h >> 32);
+    size_t i = h & mask_;
+    for (; slots_[i].id >= 0; i = (i + 1) & mask_)
+      if (slots_[i].tag == tag && contexts_[static_cast<size_t>(slots_[i].id)].key == key) return slots_[i].id;
+    const auto id = static_cast<int32_t>(contexts_.size());
+    slots_[i] = {id, static_cast<uint32_t>(h >> 32)};
+    contexts_.push_back({key, 0, 0});
     return id;
   }
 
   const Context& context(long id) const { return contexts_[static_cast<size_t>(id)]; }
 
-  // Counts follower y of context `id`; a new (context, y) pair only when `make_new`.
-  // Returns true when a new pair was made.
-  bool count(long id, uint8_t y, bool make_new) {
+  // Counts follower y of context `id` (whose key hashes to h); a new (context, y) pair only
+  // when `make_new`. Returns true when a new pair was made.
+  bool count(long id, uint64_t h, uint8_t y, bool make_new) {
     Context& c = contexts_[static_cast<size_t>(id)];
-    const uint64_t key = (static_cast<uint64_t>(id) << 8 | y) + 1;  // 0 marks an empty slot
-    size_t h = hash(key, 0) & follower_mask_;
-    while (followers_[h].key != 0 && followers_[h].key != key) h = (h + 1) & follower_mask_;
-    long value;
+    const uint32_t key = (static_cast<uint32_t>(id + 1) << 8) | y;  // 0 marks an empty slot
+    size_t i = follower_slot(h, y) & follower_mask_;
+    while (followers_[i].key != 0 && followers_[i].key != key) i = (i + 1) & follower_mask_;
+    uint32_t value;
     bool made = false;
-    if (followers_[h].key == key) {
-      value = ++followers_[h].count;
+    if (followers_[i].key == key) {
+      value = ++followers_[i].count;
     } else if (make_new) {
-      followers_[h] = {key, 1};
+      followers_[i] = {key, 1};
       value = 1;
       made = true;
       if (++follower_count_ * 2 > followers_.size()) grow_followers();
@@ -287,28 +322,27 @@ class ContextTable {
 
  private:
   struct Slot {
-    uint64_t k0, k1;
-    long id;
+    int32_t id;  // -1 = empty
+    uint32_t tag;
   };
   struct Follower {
-    uint64_t key;  // (context << 8 | symbol) + 1; 0 = empty
-    long count;
+    uint32_t key;  // (context + 1) << 8 | symbol; 0 = empty
+    uint32_t count;
   };
 
-  static size_t hash(uint64_t a, uint64_t b) {
-    const uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
-    return static_cast<size_t>(h ^ (h >> 29));
+  static size_t follower_slot(uint64_t context_hash, uint8_t y) {
+    const uint64_t h = (context_hash + y) * 0xD6E8FEB86659FD93ull;
+    return static_cast<size_t>(h ^ (h >> 32));
   }
 
   void rehash(size_t size) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(size, {0, 0, -1});
+    slots_.assign(size, Slot{-1, 0});
     mask_ = size - 1;
-    for (const Slot& slot : old) {
-      if (slot.id < 0) continue;
-      size_t h = hash(slot.k0, slot.k1) & mask_;
-      while (slots_[h].id >= 0) h = (h + 1) & mask_;
-      slots_[h] = slot;
+    for (size_t id = 0; id < contexts_.size(); ++id) {
+      const uint64_t h = hash(contexts_[id].key);
+      size_t i = h & mask_;
+      while (slots_[i].id >= 0) i = (i + 1) & mask_;
+      slots_[i] = {static_cast<int32_t>(id), static_cast<uint32_t>(h >> 32)};
     }
   }
 
@@ -318,9 +352,10 @@ class ContextTable {
     follower_mask_ = followers_.size() - 1;
     for (const Follower& f : old) {
       if (f.key == 0) continue;
-      size_t h = hash(f.key, 0) & follower_mask_;
-      while (followers_[h].key != 0) h = (h + 1) & follower_mask_;
-      followers_[h] = f;
+      const uint64_t h = hash(contexts_[(f.key >> 8) - 1].key);
+      size_t i = follower_slot(h, static_cast<uint8_t>(f.key & 0xFF)) & follower_mask_;
+      while (followers_[i].key != 0) i = (i + 1) & follower_mask_;
+      followers_[i] = f;
     }
   }
 
@@ -328,8 +363,8 @@ class ContextTable {
   size_t mask_ = 0;
   std::vector<Context> contexts_;
   // (context, follower) -> count, open addressing.
-  std::vector<Follower> followers_ = std::vector<Follower>(1024, Follower{0, 0});
-  size_t follower_mask_ = 1023;
+  std::vector<Follower> followers_;
+  size_t follower_mask_ = 0;
   size_t follower_count_ = 0;
 };
 
@@ -355,6 +390,52 @@ struct BinaryContexts {
     return table[static_cast<size_t>(m)][pattern & ((1u << m) - 1)];
   }
 };
+
+// One binary Markov model of MultiMMC during phase 1: its table of follower counts, the
+// pairs it made, and where it records per step whether it predicted and was right.
+struct MmcOrder {
+  std::array<uint32_t, 2>* table;
+  uint32_t mask;  // its context bits
+  long made;
+  uint64_t* predicted;
+  uint64_t* right;
+};
+
+// Phase 1 of binary MultiMMC for G orders over steps [from, to) of a chunk starting at
+// `chunk`. The G models are independent, and running them in one loop overlaps their
+// chains (a model's next step often reads the count its last step wrote).
+template <int G>
+void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
+  uint32_t c = 0;  // the bits before step i, s[i-1] lowest
+  for (long j = std::max<long>(0, from - kMmcDepth); j < from; ++j) c = (c << 1) | (s[j] & 1u);
+  std::array<uint64_t, G> pbits{}, rbits{};
+  for (long i = from; i < to; ++i) {
+    const unsigned y = s[i] & 1u;
+    const long k = i - chunk;
+    for (size_t g = 0; g < G; ++g) {
+      MmcOrder& m = o[g];
+      auto& e = m.table[c & m.mask];
+      const unsigned guess = e[0] > e[1] ? 0 : 1;
+      if (e[guess] != 0) {
+        pbits[g] |= uint64_t{1} << (k & 63);
+        rbits[g] |= static_cast<uint64_t>(guess == y) << (k & 63);
+        if (e[y] != 0) ++e[y];
+        else if (m.made < kMmcMaxEntries) e[y] = 1, ++m.made;
+      } else if (m.made < kMmcMaxEntries) {
+        e[y] = 1;
+        ++m.made;
+      }
+    }
+    c = (c << 1) | y;
+    if ((k & 63) == 63 || i + 1 == to) {  // stored once per word, not OR-ed into memory per step
+      for (size_t g = 0; g < G; ++g) {
+        o[g].predicted[k >> 6] |= pbits[g];
+        o[g].right[k >> 6] |= rbits[g];
+        pbits[g] = rbits[g] = 0;
+      }
+    }
+  }
+}
 
 // Binary MultiMMC in two phases per chunk of steps. For binary data the 16 models are
 // independent: a context of length m+1 can only have been seen if its length-m suffix was
@@ -386,37 +467,24 @@ double binary_multi_mmc(const uint8_t* s, long n) {
   Tally tally;
   for (long chunk = 2; chunk < n; chunk += kChunk) {
     const long end = std::min(n, chunk + kChunk);
+    std::array<MmcOrder, kMmcDepth> order;
     for (int d = 0; d < kMmcDepth; ++d) {
       const auto du = static_cast<size_t>(d);
-      auto& t = table[du];
-      uint64_t* pw = predicted[du].data();
-      uint64_t* rw = right[du].data();
       std::fill(predicted[du].begin(), predicted[du].end(), 0);
       std::fill(right[du].begin(), right[du].end(), 0);
-      const uint32_t mask = (2u << d) - 1;
-      long made = entries[du];
-      const long first = std::max<long>(chunk, d + 2);  // order d+1 predicts from step d+2
-      uint32_t c = 0;
-      if (first < end)
-        for (long j = first - d - 1; j < first; ++j) c = (c << 1) | (s[j] & 1u);
-      for (long i = first; i < end; ++i) {
-        auto& e = t[c & mask];
-        const unsigned y = s[i] & 1u;
-        const unsigned guess = e[0] > e[1] ? 0 : 1;
-        const long k = i - chunk;
-        if (e[guess] != 0) {
-          pw[k >> 6] |= uint64_t{1} << (k & 63);
-          rw[k >> 6] |= static_cast<uint64_t>(guess == y) << (k & 63);
-          if (e[y] != 0) ++e[y];
-          else if (made < kMmcMaxEntries) e[y] = 1, ++made;
-        } else if (made < kMmcMaxEntries) {
-          e[y] = 1;
-          ++made;
-        }
-        c = (c << 1) | y;
-      }
-      entries[du] = made;
+      order[du] = {table[du].data(), (2u << d) - 1, entries[du], predicted[du].data(), right[du].data()};
     }
+    // Four orders at a time; each order alone first over the steps before the group's last
+    // order starts predicting (order d+1 predicts from step d+2).
+    for (int d0 = 0; d0 < kMmcDepth; d0 += 4) {
+      const long from = std::max<long>(chunk, d0 + 3 + 2);
+      for (int g = 0; g < 3; ++g) {
+        const long first = std::max<long>(chunk, d0 + g + 2);
+        if (first < std::min(end, from)) mmc_steps<1>(s, chunk, first, std::min(end, from), &order[static_cast<size_t>(d0 + g)]);
+      }
+      if (from < end) mmc_steps<4>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
+    }
+    for (int d = 0; d < kMmcDepth; ++d) entries[static_cast<size_t>(d)] = order[static_cast<size_t>(d)].made;
     // Phase 2: the scoreboard over this chunk.
     for (long b = chunk; b < end; b += 64) {
       const long block = std::min<long>(64, end - b);
@@ -487,36 +555,85 @@ double binary_lz78y(const uint8_t* s, long n) {
 
 }  // namespace
 
+namespace {
+
+// The contexts of lengths 1..depth before position i (key[d] holds d + 1 symbols, most
+// recent first) with their hashes: computed a step ahead so their slots can be prefetched.
+struct ContextKeys {
+  std::array<ContextTable::Key, 16> key;
+  std::array<uint64_t, 16> hash;
+  void at(const uint8_t* s, long i, int depth) {
+    ContextTable::Key k{0, 0};
+    for (int d = 0; d < depth; ++d) {
+      k[static_cast<size_t>(d >> 3)] |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * (d & 7));
+      key[static_cast<size_t>(d)] = k;
+      hash[static_cast<size_t>(d)] = ContextTable::hash(k);
+    }
+  }
+};
+
+// How many steps ahead the context tables are prefetched: a step is shorter than a miss.
+constexpr long kAhead = 4;
+
+}  // namespace
+
 // ---- MultiMMC: Markov models of order 1..16 learning follower counts (capped at 100,000
 // (context, follower) pairs each); the best scorer so far makes the guess.
 double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
   if (k == 2) return binary_multi_mmc(s, static_cast<long>(n));
+  if (n > UINT32_MAX) throw std::length_error("MultiMMC counts 32-bit: fewer than 2^32 samples");
   const long len = static_cast<long>(n);
   if (len < 3) return kNotApplicable;
   const long big_n = len - 2;
-  std::array<ContextTable, kMmcDepth> tables;
+  // Sized once for what each order can make: at most k^(d+1) contexts and the pair cap.
+  std::vector<ContextTable> tables;
+  tables.reserve(kMmcDepth);
+  for (int d = 0; d < kMmcDepth; ++d) {
+    size_t most = static_cast<size_t>(std::min(kMmcMaxEntries, big_n));
+    size_t power = 1;
+    for (int j = 0; j <= d + 1 && power < most; ++j) power *= static_cast<size_t>(k);
+    tables.emplace_back(std::min(most, power));
+  }
   std::array<long, kMmcDepth> score{}, entries{};
   for (int d = 0; d < kMmcDepth && d < big_n; ++d) {
-    tables[static_cast<size_t>(d)].count(tables[static_cast<size_t>(d)].insert(context_key(s, d + 1, d + 1)), s[d + 1], true);
+    const ContextTable::Key key = context_key(s, d + 1, d + 1);
+    ContextTable& t = tables[static_cast<size_t>(d)];
+    const uint64_t h = ContextTable::hash(key);
+    t.count(t.insert(key, h), h, s[d + 1], true);
     entries[static_cast<size_t>(d)] = 1;
   }
   int winner = 0;
+  int deepest = 0;  // the longest order found on the last step, to choose what to prefetch
   Tally tally;
+  std::array<ContextKeys, kAhead> ring;
+  for (long i = 2; i < len && i < 2 + kAhead - 1; ++i) ring[static_cast<size_t>(i % kAhead)].at(s, i, static_cast<int>(std::min<long>(kMmcDepth, i - 1)));
   for (long i = 2; i < len; ++i) {
     const int current = winner;
     const uint8_t y = s[i];
     bool found = false;
-    std::array<uint64_t, 2> key{0, 0};
-    for (int d = 0; d < kMmcDepth && i - 2 >= d; ++d) {
-      key[static_cast<size_t>(d >> 3)] |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * (d & 7));
+    const int depth = static_cast<int>(std::min<long>(kMmcDepth, i - 1));
+    if (const long a = i + kAhead - 1; a < len) {
+      const int ahead = static_cast<int>(std::min<long>(kMmcDepth, a - 1));
+      ContextKeys& later = ring[static_cast<size_t>(a % kAhead)];
+      later.at(s, a, ahead);
+      for (int d = 0; d < ahead; ++d)
+        if (d <= deepest + 1 || entries[static_cast<size_t>(d)] < kMmcMaxEntries)
+          tables[static_cast<size_t>(d)].prefetch(later.hash[static_cast<size_t>(d)], s[a]);
+    }
+    const ContextKeys& now = ring[static_cast<size_t>(i % kAhead)];
+    deepest = 0;
+    for (int d = 0; d < depth; ++d) {
+      const ContextTable::Key& key = now.key[static_cast<size_t>(d)];
+      const uint64_t h = now.hash[static_cast<size_t>(d)];
       ContextTable& table = tables[static_cast<size_t>(d)];
       long& made = entries[static_cast<size_t>(d)];
       long id = -1;
       if (d == 0 || found) {
-        id = table.find(key);
+        id = table.find(key, h);
         found = id >= 0;
       }
       if (found) {
+        deepest = d;
         const ContextTable::Context& c = table.context(id);
         if (c.prediction == y) {
           if (++score[static_cast<size_t>(d)] >= score[static_cast<size_t>(winner)]) winner = d;
@@ -524,9 +641,9 @@ double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
         } else if (d == current) {
           tally.miss();
         }
-        if (table.count(id, y, made < kMmcMaxEntries)) ++made;
+        if (table.count(id, h, y, made < kMmcMaxEntries)) ++made;
       } else if (made < kMmcMaxEntries) {
-        table.count(table.insert(key), y, true);
+        table.count(table.insert(key, h), h, y, true);
         ++made;
       }
     }
@@ -538,36 +655,45 @@ double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
 // longest context whose best follower is the most frequent makes the guess.
 double lz78y_estimate(const uint8_t* s, size_t n, int k) {
   if (k == 2) return binary_lz78y(s, static_cast<long>(n));
+  if (n > UINT32_MAX) throw std::length_error("LZ78Y counts 32-bit: fewer than 2^32 samples");
   const long len = static_cast<long>(n);
   if (len < kLzContext + 2) return kNotApplicable;
-  std::array<ContextTable, kLzContext> tables;  // tables[j-1]: contexts of length j
+  std::vector<ContextTable> tables(kLzContext);  // tables[j-1]: contexts of length j
   long dictionary = 0;
   for (int j = 1; j <= kLzContext; ++j) {
     ContextTable& t = tables[static_cast<size_t>(j - 1)];
-    t.count(t.insert(context_key(s, kLzContext, j)), s[kLzContext], true);
+    const ContextTable::Key key = context_key(s, kLzContext, j);
+    const uint64_t h = ContextTable::hash(key);
+    t.count(t.insert(key, h), h, s[kLzContext], true);
     ++dictionary;
   }
   Tally tally;
+  std::array<ContextKeys, kAhead> ring;
+  for (long i = kLzContext + 1; i < len && i < kLzContext + kAhead; ++i) ring[static_cast<size_t>(i % kAhead)].at(s, i, kLzContext);
   for (long i = kLzContext + 1; i < len; ++i) {
     const uint8_t y = s[i];
-    const std::array<uint64_t, 2> full = context_key(s, i, kLzContext);
+    if (const long a = i + kAhead - 1; a < len) {
+      ContextKeys& later = ring[static_cast<size_t>(a % kAhead)];
+      later.at(s, a, kLzContext);
+      for (int j = 0; j < kLzContext; ++j) tables[static_cast<size_t>(j)].prefetch(later.hash[static_cast<size_t>(j)], s[a]);
+    }
+    const ContextKeys& now = ring[static_cast<size_t>(i % kAhead)];
     long best = 0;
     int guess = -1;
     for (int j = kLzContext; j > 0; --j) {
-      std::array<uint64_t, 2> key = full;  // keep the j most recent symbols
-      if (j < 8) key = {j == 0 ? 0 : full[0] & ((uint64_t{1} << (8 * j)) - 1), 0};
-      else if (j < 16) key[1] = j == 8 ? 0 : full[1] & ((uint64_t{1} << (8 * (j - 8))) - 1);
+      const ContextTable::Key& key = now.key[static_cast<size_t>(j - 1)];
+      const uint64_t h = now.hash[static_cast<size_t>(j - 1)];
       ContextTable& t = tables[static_cast<size_t>(j - 1)];
-      const long id = t.find(key);
+      const long id = t.find(key, h);
       if (id >= 0) {
         const ContextTable::Context& c = t.context(id);
         if (c.best > best) {
           best = c.best;
           guess = c.prediction;
         }
-        t.count(id, y, true);
+        t.count(id, h, y, true);
       } else if (dictionary < kLzMaxDictionary) {
-        t.count(t.insert(key), y, true);
+        t.count(t.insert(key, h), h, y, true);
         ++dictionary;
       }
     }

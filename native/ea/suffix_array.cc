@@ -4,6 +4,7 @@
 #include "ea/suffix_array.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <utility>
 
@@ -200,21 +201,60 @@ TupleCounts counts_by_suffix_array(const uint8_t* s, size_t n) {
   return finish(v, max_at_depth, pair_steps);
 }
 
-// LSD radix sort of 64-bit keys, 16 bits a pass.
+// Sorts 64-bit keys by their top 32 bits with one radix pass over the whole array (top
+// 8 bits, 256 streams: a scatter the cache can follow) and, within each of those buckets
+// (small enough for L2), two 12-bit LSD passes; then each run sharing those 32 bits is
+// finished by insertion sort. Windows of real data rarely share 32 bits (runs of one or
+// two), so this beats a full 64-bit LSD sort's four passes over memory; long runs
+// (repetitive data) use std::sort.
 void radix_sort(std::vector<uint64_t>& keys) {
-  std::vector<uint64_t> tmp(keys.size());
-  std::vector<size_t> count(65536);
-  for (int shift = 0; shift < 64; shift += 16) {
-    std::fill(count.begin(), count.end(), 0);
-    for (uint64_t k : keys) ++count[(k >> shift) & 0xFFFF];
-    size_t sum = 0;
-    for (size_t& c : count) {
-      const size_t here = c;
-      c = sum;
-      sum += here;
+  const size_t n = keys.size();
+  std::vector<uint64_t> tmp(n);
+  std::array<size_t, 257> start{};
+  for (uint64_t k : keys) ++start[(k >> 56) + 1];
+  for (size_t b = 0; b < 256; ++b) start[b + 1] += start[b];
+  {
+    std::array<size_t, 256> next;
+    std::copy(start.begin(), start.end() - 1, next.begin());
+    for (uint64_t k : keys) tmp[next[k >> 56]++] = k;
+  }
+  std::vector<size_t> low(4096), high(4096);
+  for (size_t b = 0; b < 256; ++b) {
+    uint64_t* src = tmp.data() + start[b];
+    uint64_t* dst = keys.data() + start[b];
+    const size_t m = start[b + 1] - start[b];
+    if (m < 2) {
+      if (m == 1) dst[0] = src[0];
+      continue;
     }
-    for (uint64_t k : keys) tmp[count[(k >> shift) & 0xFFFF]++] = k;
-    keys.swap(tmp);
+    std::fill(low.begin(), low.end(), 0);
+    std::fill(high.begin(), high.end(), 0);
+    for (size_t i = 0; i < m; ++i) {
+      ++low[(src[i] >> 32) & 0xFFF];
+      ++high[(src[i] >> 44) & 0xFFF];
+    }
+    size_t sl = 0, sh = 0;
+    for (size_t d = 0; d < 4096; ++d) {
+      const size_t l = low[d], h = high[d];
+      low[d] = sl;
+      high[d] = sh;
+      sl += l;
+      sh += h;
+    }
+    for (size_t i = 0; i < m; ++i) dst[low[(src[i] >> 32) & 0xFFF]++] = src[i];
+    for (size_t i = 0; i < m; ++i) src[high[(dst[i] >> 44) & 0xFFF]++] = dst[i];
+    std::copy(src, src + m, dst);
+  }
+  for (size_t a = 0; a < keys.size();) {
+    size_t b = a + 1;
+    while (b < keys.size() && (keys[b] >> 32) == (keys[a] >> 32)) ++b;
+    if (b - a > 16) {
+      std::sort(keys.begin() + static_cast<std::ptrdiff_t>(a), keys.begin() + static_cast<std::ptrdiff_t>(b));
+    } else {
+      for (size_t i = a + 1; i < b; ++i)
+        for (size_t j = i; j > a && keys[j - 1] > keys[j]; --j) std::swap(keys[j - 1], keys[j]);
+    }
+    a = b;
   }
 }
 
