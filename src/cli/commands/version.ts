@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 
-import { versionInfo } from '../../version.js';
+import { versionInfo, versionLines } from '../../version.js';
 
 export function registerVersion(program: Command): void {
   program
     .command('version')
-    .description('print the package and addon versions and the CPU features in use')
+    .description('print the package version, the addon binary in use (and where it was loaded from), Node and CPU features')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) => {
       const info = versionInfo();
@@ -13,12 +13,8 @@ export function registerVersion(program: Command): void {
         process.stdout.write(`${JSON.stringify(info)}\n`);
         return;
       }
-      process.stdout.write(
-        [
-          `qentropy ${info.package}`,
-          `addon    ${info.addon} (Node-API ${info.napi}, Node ${info.node})`,
-          `cpu      ${info.cpuFeatures.length ? info.cpuFeatures.join(' ') : '(scalar only)'}`,
-        ].join('\n') + '\n',
-      );
+      const lines = versionLines(info);
+      const width = Math.max(...lines.map(([label]) => label.length)) + 1;
+      process.stdout.write(lines.map(([label, value]) => `${label.padEnd(width)}${value}`).join('\n') + '\n');
     });
 }
