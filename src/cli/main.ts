@@ -10,6 +10,7 @@ import { registerFetch } from './commands/fetch.js';
 import { registerKme } from './commands/kme.js';
 import { registerPki } from './commands/pki.js';
 import { registerQuality } from './commands/quality.js';
+import { registerService } from './commands/service.js';
 import { registerToken } from './commands/token.js';
 import { registerVersion } from './commands/version.js';
 import { CliError } from './errors.js';
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerKme(program);
   registerQuality(program);
   registerFeeder(program);
+  registerService(program);
   return program;
 }
 
