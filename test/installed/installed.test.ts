@@ -150,7 +150,8 @@ describe(`installed package on Node ${nodeVersion}`, () => {
     expect(block![2]).toContain('npx qentropy token create --config qentropy.json --account alice --allotment 1048576 --period month');
 
     const token = await run(qentropy, ['token', 'create', '--config', configFile, '--account', 'alice', '--allotment', '1048576', '--period', 'month']);
-    expect(token.stderr).toBe('');
+    expect(token.code, token.stderr).toBe(0);
+    expect(token.stderr).toContain('account alice (new): allotment 1048576 bytes per month');
     const secret = token.stdout.trim().split(/\s+/)[0]!;
     expect(secret).toMatch(/^qe_/);
 
