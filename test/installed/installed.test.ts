@@ -1,9 +1,10 @@
 // The packed tarball, installed the way users install it, on one Node line:
 //   QENTROPY_TEST_NODE=/path/to/node   the Node to install and run with (default: this one)
 //   QENTROPY_TEST_TARBALL=/path/x.tgz  the tarball (default: packed here from this checkout)
-//   QENTROPY_TEST_SOURCE_BUILD=1       also the source-build fallback (a prebuild removed)
-// `npm install -g` into a fresh prefix and `npm install` into a fresh project, both run by
-// npm under that Node (so better-sqlite3 is compiled for its ABI), then from the installed
+//   QENTROPY_TEST_PROJECT=1            also `npm install` into a fresh project, and there the
+//                                      source-build fallback (a prebuild removed)
+// `npm install -g` into a fresh prefix (and a project install), run by npm under that Node
+// (so better-sqlite3 is compiled for its ABI), then from the installed
 // copy: `qentropy version` (the prebuild, stamped with the package version), `qentropy sts`
 // on NIST's data.e against NIST's P-values, the README's entropy-service quick start,
 // `qentropy kme status`, and the one-line refusal when neither prebuild nor compiler exists.
@@ -237,19 +238,6 @@ describe(`installed package on Node ${nodeVersion}`, () => {
     await new Promise((r) => daemon.once('exit', r));
   }, 120_000);
 
-  it('installs into a fresh project too, and runs from node_modules/.bin', async () => {
-    fs.mkdirSync(project);
-    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'a-user-project', version: '1.0.0', private: true }));
-    const r = await npm(['install', tarball], project);
-    expect(r.code, r.stderr.slice(-4000)).toBe(0);
-    report(`node ${nodeVersion}: npm install ./qentropy-${pkgVersion}.tgz in a project (prebuild) ${(r.ms / 1000).toFixed(1)} s`);
-    const v = await run(path.join(project, 'node_modules', '.bin', 'qentropy'), ['version', '--json'], { cwd: project });
-    const info = JSON.parse(v.stdout) as { addon: { kind: string; file: string; version: string } };
-    expect(info.addon.kind).toBe('prebuild');
-    expect(info.addon.version).toBe(pkgVersion);
-    expect(info.addon.file.startsWith(path.join(project, 'node_modules', 'qentropy', 'prebuilds'))).toBe(true);
-  }, 900_000);
-
   it('without a prebuild and without a compiler, the install stops with one line naming what to install', async () => {
     const copy = path.join(work, 'no-prebuild');
     fs.cpSync(path.join(prefix, 'lib', 'node_modules', 'qentropy'), copy, { recursive: true, verbatimSymlinks: true });
@@ -267,17 +255,34 @@ describe(`installed package on Node ${nodeVersion}`, () => {
     expect(lines[0]).toBe(`qentropy: no prebuilt addon for linux-${process.arch} and no C++ toolchain to build one: install cmake, make, g++ (Debian/Ubuntu: apt-get install cmake g++ make)`);
   });
 
-  // Defined only where asked for (one Node line in CI): the compile takes a minute or two.
-  if (process.env.QENTROPY_TEST_SOURCE_BUILD === '1') it('without a fitting prebuild, the install builds the addon from source and says so', async () => {
-    const installed = path.join(project, 'node_modules', 'qentropy');
-    fs.rmSync(path.join(installed, 'prebuilds'), { recursive: true });
-    const r = await npm(['rebuild', 'qentropy'], project);
-    expect(r.code, r.stderr.slice(-4000)).toBe(0);
-    expect(r.stdout).toContain(`qentropy: no prebuilt addon for linux-${process.arch}: building the addon from source with cmake-js`);
-    report(`node ${nodeVersion}: addon source build (npm rebuild qentropy, no prebuild) ${(r.ms / 1000).toFixed(1)} s`);
-    const v = await run(path.join(project, 'node_modules', '.bin', 'qentropy'), ['version', '--json'], { cwd: project });
-    const info = JSON.parse(v.stdout) as { addon: { kind: string; file: string; version: string } };
-    expect(info.addon).toEqual({ kind: 'source', version: pkgVersion, file: path.join(installed, 'build', 'Release', 'qentropy.node') });
-  }, 600_000);
+  // Defined only where asked for (one Node line in CI): each takes minutes, and what they
+  // add over the global install does not depend on the Node line.
+  if (process.env.QENTROPY_TEST_PROJECT === '1') {
+    describe('in a fresh project', () => {
+      it('installs into a fresh project too, and runs from node_modules/.bin', async () => {
+        fs.mkdirSync(project);
+        fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'a-user-project', version: '1.0.0', private: true }));
+        const r = await npm(['install', tarball], project);
+        expect(r.code, r.stderr.slice(-4000)).toBe(0);
+        report(`node ${nodeVersion}: npm install ./qentropy-${pkgVersion}.tgz in a project (prebuild) ${(r.ms / 1000).toFixed(1)} s`);
+        const v = await run(path.join(project, 'node_modules', '.bin', 'qentropy'), ['version', '--json'], { cwd: project });
+        const info = JSON.parse(v.stdout) as { addon: { kind: string; file: string; version: string } };
+        expect(info.addon.kind).toBe('prebuild');
+        expect(info.addon.version).toBe(pkgVersion);
+        expect(info.addon.file.startsWith(path.join(project, 'node_modules', 'qentropy', 'prebuilds'))).toBe(true);
+      }, 900_000);
 
+      it('without a fitting prebuild, the install builds the addon from source and says so', async () => {
+        const installed = path.join(project, 'node_modules', 'qentropy');
+        fs.rmSync(path.join(installed, 'prebuilds'), { recursive: true });
+        const r = await npm(['rebuild', 'qentropy'], project);
+        expect(r.code, r.stderr.slice(-4000)).toBe(0);
+        expect(r.stdout).toContain(`qentropy: no prebuilt addon for linux-${process.arch}: building the addon from source with cmake-js`);
+        report(`node ${nodeVersion}: addon source build (npm rebuild qentropy, no prebuild) ${(r.ms / 1000).toFixed(1)} s`);
+        const v = await run(path.join(project, 'node_modules', '.bin', 'qentropy'), ['version', '--json'], { cwd: project });
+        const info = JSON.parse(v.stdout) as { addon: { kind: string; file: string; version: string } };
+        expect(info.addon).toEqual({ kind: 'source', version: pkgVersion, file: path.join(installed, 'build', 'Release', 'qentropy.node') });
+      }, 600_000);
+    });
+  }
 });
