@@ -6,15 +6,17 @@
 #   cmake g++ make python3     build the addon and better-sqlite3 from source
 #   softhsm2 opensc            PKCS#11 modules the HSM sink is tested against
 #   curl openssl               an independent HTTPS/mTLS client for the KME tests
+#   jq                         reads JSON answers in docs/kme.md's three-site walk-through (run by a test)
 #   systemd                    systemd-analyze, to verify the shipped unit files
 #   util-linux libcap2-bin     setpriv/capsh, to test the kernel sink without privileges
 #   rng-tools5                 rngd, the baseline of the feeder benchmark
+#   chromium                   the real browser the quality page's tests drive (playwright-core)
 #   g++-aarch64-linux-gnu      cross-compiles the linux-arm64 prebuild (npm run prebuild)
 #   qemu-user-static           runs that arm64 prebuild under Node for arm64 in the tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make python3 softhsm2 opensc curl openssl systemd util-linux libcap2-bin rng-tools5
+packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
           g++-aarch64-linux-gnu qemu-user-static)
 missing=()
 for p in "${packages[@]}"; do

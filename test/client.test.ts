@@ -185,6 +185,26 @@ describe('validation of every block', () => {
   }
 });
 
+describe('messages that say what the server did', () => {
+  it('a body cut off mid-JSON is reported as malformed JSON, not as a short block', async () => {
+    const s = await serve([{ status: 200, body: '{"random": ["AAAA", ' }]);
+    const err = await fetchEntropy({ url: s.url, token: TOKEN, ca, retry: { maxAttempts: 1 } }).catch((e) => e);
+    expect(err).toBeInstanceOf(EntropyClientError);
+    expect(err.message).toBe('invalid entropy response: not valid JSON (Unexpected end of JSON input; 20 bytes received)');
+  });
+
+  it("a 429 reports the server's own message and Retry-After, not our limit", async () => {
+    const s = await serve([{ status: 429, headers: { 'retry-after': '7' }, body: JSON.stringify({ message: 'quota: 5 requests per minute' }) }]);
+    const err = await fetchEntropy({ url: s.url, token: TOKEN, ca, retry: { maxAttempts: 1 } }).catch((e) => e);
+    expect(err.message).toBe('rate limited by the server (429): quota: 5 requests per minute (Retry-After: 7 s)');
+    expect(err.retryAfterMs).toBe(7000);
+    // A 429 with no body and no Retry-After says only that.
+    const bare = await serve([{ status: 429, body: '' }]);
+    const bareErr = await fetchEntropy({ url: bare.url, token: TOKEN, ca, retry: { maxAttempts: 1 } }).catch((e) => e);
+    expect(bareErr.message).toBe('rate limited by the server (429)');
+  });
+});
+
 describe('against our own service', () => {
   let db: Db;
   let server: TestServer;

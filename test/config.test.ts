@@ -47,8 +47,9 @@ describe('config', () => {
       pool: { capacityBytes: 16 * 1024 * 1024, lowWaterBytes: 8 * 1024 * 1024 },
       health: { minEntropyPerByte: 7.5, failureLimit: 64 },
       rateLimit: { requests: 30, windowMs: 10_000 },
-      logRequests: true,
+      logRequests: false,
     });
+    expect(config.quality.logRequests).toBe(false);
     expect(config.kme.enabled).toBe(false);
     expect(config.quality.enabled).toBe(false);
     expect(config.feeder.enabled).toBe(false);
@@ -151,6 +152,44 @@ describe('config', () => {
     expect(problem(() => resolveConfig({}, { env: { QENTROPY_ENTROPY_ENABLED: 'yes' } }))).toBe(
       'config: entropy.enabled (from QENTROPY_ENTROPY_ENABLED): expected true or false, got "yes"',
     );
+  });
+
+  it('relative paths in the file name files beside it, whatever the current directory; the environment’s stay as given', () => {
+    const site = path.join(dir, 'site');
+    fs.mkdirSync(site);
+    const file = path.join(site, 'a.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        storage: { url: 'sqlite:./a.db' },
+        entropy: { ...validEntropy, tls: { certFile: 'tls/cert.pem', keyFile: '../keys/key.pem' }, upstream: { url: 'https://up.example', tokenFile: 'token' } },
+        quality: { tls: { certFile: 'q.crt', keyFile: '/etc/q.key' } },
+        kme: {
+          id: 'A',
+          tls: { cert: 'kme-A.crt', key: 'kme-A.key', ca: 'ca.crt' },
+          storage: 'kme.db',
+          siteKeyFile: 'a.sitekey',
+          seedSource: 'system',
+          peers: { B: { url: 'https://127.0.0.1:8442', pskFile: 'psk-A-B' }, C: { url: 'https://127.0.0.1:8443' } },
+        },
+        feeder: { sources: [{ url: 'https://up.example', tokenFile: 'feeder.token' }], files: [{ path: 'out/seed.bin' }] },
+      }),
+    );
+    const config = loadConfig({ file: path.relative(process.cwd(), file), env: { QENTROPY_ENTROPY_TLS_KEY_FILE: 'from-env.pem' } });
+    expect(config.storage.url).toBe(`sqlite:${path.join(site, 'a.db')}`);
+    expect(config.entropy.tls).toMatchObject({ certFile: path.join(site, 'tls/cert.pem'), keyFile: 'from-env.pem' });
+    expect(config.entropy.upstream?.tokenFile).toBe(path.join(site, 'token'));
+    expect(config.quality.tls).toMatchObject({ certFile: path.join(site, 'q.crt'), keyFile: '/etc/q.key' });
+    const kme = config.kme as import('../src/config/sections/kme.js').KmeConfig;
+    expect(kme.tls).toEqual({ cert: path.join(site, 'kme-A.crt'), key: path.join(site, 'kme-A.key'), ca: path.join(site, 'ca.crt') });
+    expect(kme.storage).toBe(`sqlite:${path.join(site, 'kme.db')}`);
+    expect(kme.siteKeyFile).toBe(path.join(site, 'a.sitekey'));
+    expect(kme.peers).toEqual({ B: { url: 'https://127.0.0.1:8442', pskFile: path.join(site, 'psk-A-B') }, C: { url: 'https://127.0.0.1:8443' } });
+    expect(config.feeder.sources[0]?.tokenFile).toBe(path.join(site, 'feeder.token'));
+    expect(config.feeder.files[0]?.path).toBe(path.join(site, 'out/seed.bin'));
+    // A PostgreSQL URL is not a path.
+    fs.writeFileSync(file, JSON.stringify({ storage: { url: 'postgres://q@db/qentropy' } }));
+    expect(loadConfig({ file, env: {} }).storage.url).toBe('postgres://q@db/qentropy');
   });
 
   it('derives variable names from key paths', () => {

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import pino from 'pino';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { AccountStore } from '../src/accounts/index.js';
@@ -63,7 +64,7 @@ describe('entropy role under the daemon runner', () => {
     const token = await tokenFor(storageUrl);
     const { logger, lines } = captureLogger();
     const shared: SharedServices = {};
-    const roles = buildRoles(config, { logger, stateDir: dir, shared }, { entropy: { createTester: createNativeTester } });
+    const roles = await buildRoles(config, { logger, stateDir: dir, shared }, { entropy: { createTester: createNativeTester } });
     expect(roles.map((r) => r.name)).toEqual(['entropy']);
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
@@ -94,6 +95,8 @@ describe('entropy role under the daemon runner', () => {
     expect(log.some((l) => l.level === 40 && String(l.msg).includes('DEVELOPMENT SOURCE'))).toBe(true);
     expect(log.some((l) => String(l.msg) === 'entropy service listening')).toBe(true);
     expect(log.some((l) => String(l.msg) === 'TLS certificate and key reloaded')).toBe(true);
+    // entropy.logRequests defaults to false, as for every role: no line per request.
+    expect(log.some((l) => l.msg === 'incoming request' || l.msg === 'request completed')).toBe(false);
     // No token anywhere in the logs.
     expect(JSON.stringify(log)).not.toContain(token);
   });
@@ -110,7 +113,7 @@ describe('entropy role under the daemon runner', () => {
         source: 'getrandom',
       },
     });
-    const roles = buildRoles(config, { logger, stateDir: dir });
+    const roles = await buildRoles(config, { logger, stateDir: dir });
     await expect(runRoles(roles, logger, { signals: new EventEmitter() })).rejects.toThrow(/certFile: cannot read/);
   });
 
@@ -122,10 +125,10 @@ describe('entropy role under the daemon runner', () => {
         entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 1024 * 1024 } },
       });
     const { logger } = captureLogger();
-    const [first] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+    const [first] = await buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
     await first!.start();
     try {
-      const [second] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+      const [second] = await buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
       await expect(second!.start()).rejects.toThrow(
         new RegExp(`another qentropy process \\(pid ${process.pid}\\) already serves the entropy role from .*one-server\\.db; .*use PostgreSQL`),
       );
@@ -137,7 +140,7 @@ describe('entropy role under the daemon runner', () => {
       await first!.stop();
     }
     // Once the first has stopped, another may serve the file.
-    const [third] = buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
+    const [third] = await buildRoles(configFor(), { logger, stateDir: dir }) as EntropyRole[];
     await third!.start();
     await third!.stop();
   });
@@ -150,7 +153,7 @@ describe('entropy role under the daemon runner', () => {
     });
     const token = await tokenFor(storageUrl);
     const { logger } = captureLogger();
-    const roles = buildRoles(config, { logger, stateDir: dir });
+    const roles = await buildRoles(config, { logger, stateDir: dir });
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
@@ -162,6 +165,42 @@ describe('entropy role under the daemon runner', () => {
     expect(await running).toBe(0);
   });
 
+  it('a 503 ends: with the minimum pool and the default low-water mark, size=512 after size=1 is served once the client honours Retry-After', async () => {
+    // The config from the report: the documented minimum pool, low water left at half.
+    const storageUrl = `sqlite:${path.join(dir, 'min-pool.db')}`;
+    const config = resolveConfig({
+      storage: { url: storageUrl },
+      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 524288 } },
+    });
+    const token = await tokenFor(storageUrl);
+    const { logger } = captureLogger();
+    const roles = await buildRoles(config, { logger, stateDir: dir });
+    const signals = new EventEmitter();
+    const running = runRoles(roles, logger, { signals });
+    const role = roles[0] as EntropyRole;
+    try {
+      for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+      await role.pool!.waitForLevel(524288);
+      const get = async (size: number) => {
+        const res = await request(`${role.address!.url}/api/v1/quantum-entropy?size=${size}`, { headers: { authorization: `Bearer ${token}` } });
+        await res.body.arrayBuffer();
+        return res;
+      };
+      expect((await get(1)).statusCode).toBe(200);
+      // 523,264 bytes left: above the low-water mark (262,144), below the request.
+      expect(role.pool!.level).toBe(523264);
+      const short = await get(512);
+      expect(short.statusCode).toBe(503);
+      expect(short.headers['retry-after']).toBe('1');
+      // A client honouring Retry-After gets its answer (it used to get 503 forever).
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await get(512)).statusCode).toBe(200);
+    } finally {
+      signals.emit('SIGTERM');
+      expect(await running).toBe(0);
+    }
+  });
+
   it('stops within the deadline even when the device never delivers (a FIFO with no writer)', async () => {
     const fifo = path.join(dir, 'silent-device');
     execFileSync('mkfifo', [fifo]);
@@ -170,7 +209,7 @@ describe('entropy role under the daemon runner', () => {
       entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: `device:${fifo}` },
     });
     const { logger } = captureLogger();
-    const roles = buildRoles(config, { logger, stateDir: dir }, { entropy: { createTester: createNativeTester } });
+    const roles = await buildRoles(config, { logger, stateDir: dir }, { entropy: { createTester: createNativeTester } });
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;

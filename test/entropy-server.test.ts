@@ -112,28 +112,47 @@ describeEachEngine('entropy API', (engine) => {
       const { token, tokenId } = await makeToken(server.store, 'alice');
       const expired = await makeToken(server.store, 'alice', null, T0 + 1000);
       const level = server.pool.level;
-      const cases: Array<Record<string, string>> = [
-        {},
-        { authorization: '' },
-        { authorization: 'Bearer' },
-        { authorization: `Basic ${token}` },
-        { authorization: `Bearer ${token} extra` },
-        { authorization: `Bearer qe_${'A'.repeat(43)}` },
-        { authorization: `Bearer ${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}` },
+      // RFC 9110 §11.6.1: every 401 carries WWW-Authenticate. RFC 6750 §3: a request with
+      // no bearer token gets the bare challenge; one with a bad token, error="invalid_token".
+      const bare = 'Bearer realm="qentropy"';
+      const invalid = /^Bearer realm="qentropy", error="invalid_token", error_description="access token [a-z ]+"$/;
+      const cases: Array<[Record<string, string>, string | RegExp]> = [
+        [{}, bare],
+        [{ authorization: '' }, bare],
+        [{ authorization: 'Bearer' }, bare],
+        [{ authorization: `Basic ${token}` }, bare],
+        [{ authorization: `Bearer ${token} extra` }, invalid],
+        [{ authorization: `Bearer qe_${'A'.repeat(43)}` }, invalid],
+        [{ authorization: `Bearer ${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}` }, invalid],
       ];
-      for (const headers of cases) {
+      for (const [headers, challenge] of cases) {
         const res = await call(server, '/api/v1/quantum-entropy', { headers });
         expect(res.status, JSON.stringify(headers)).toBe(401);
         expect(res.json().message).toMatch(/token/);
+        if (typeof challenge === 'string') expect(res.headers['www-authenticate'], JSON.stringify(headers)).toBe(challenge);
+        else expect(res.headers['www-authenticate'], JSON.stringify(headers)).toMatch(challenge);
       }
       expect((await call(server, '/api/v1/quantum-entropy', { token: expired.token })).status).toBe(200);
       clock.now = T0 + 1000;
-      expect((await call(server, '/api/v1/quantum-entropy', { token: expired.token })).status).toBe(401);
+      const expiredAnswer = await call(server, '/api/v1/quantum-entropy', { token: expired.token });
+      expect(expiredAnswer.status).toBe(401);
+      expect(expiredAnswer.headers['www-authenticate']).toBe(
+        'Bearer realm="qentropy", error="invalid_token", error_description="access token expired"',
+      );
       expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(200);
       await server.store.revokeToken(tokenId);
       const revoked = await call(server, '/api/v1/quantum-entropy', { token });
       expect(revoked.status).toBe(401);
       expect(revoked.json().message).toMatch(/revoked/);
+      expect(revoked.headers['www-authenticate']).toMatch(/error="invalid_token", error_description="access token revoked"/);
+      // The appliance face answers the same way.
+      const appliance = await call(server, '/api/v1/entropy', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ block_size: 32, block_count: 1 }),
+      });
+      expect(appliance.status).toBe(401);
+      expect(appliance.headers['www-authenticate']).toBe(bare);
       expect(server.pool.level).toBe(level - 2 * KIB);
     });
 
@@ -443,6 +462,28 @@ describeEachEngine('entropy API: appliance face, operations and bad input', (eng
     expect(garbage).toMatch(/^HTTP\/1\.1 400/);
     expect(garbage).toContain('"message"');
     // The server is still up and serving.
+    expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(200);
+  });
+
+  it('answers requests Node handles before Fastify (CONNECT, no Host) with a status and the JSON error body', async () => {
+    const answer = (raw: string) => {
+      const [head, body] = raw.split('\r\n\r\n', 2);
+      return { statusLine: head!.split('\r\n', 1)[0], head: head!, body: JSON.parse(body!) };
+    };
+    // CONNECT used to get no answer at all: Node closes the socket when nothing listens.
+    for (const text of ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'CONNECT 127.0.0.1:80 HTTP/1.0\r\n\r\n']) {
+      const connect = answer(await rawTls(server, text));
+      expect(connect.statusLine).toBe('HTTP/1.1 405 Method Not Allowed');
+      expect(connect.head).toMatch(/\r\nAllow: \r\n/);
+      expect(connect.body).toEqual({ message: 'method CONNECT not allowed: this server is not a proxy', details: [{ method: 'CONNECT', allow: [] }] });
+    }
+    // HTTP/1.1 without Host: RFC 9112 §3.2 requires 400; Node sent it with an empty body.
+    const noHost = answer(await rawTls(server, 'GET /healthz HTTP/1.1\r\n\r\n'));
+    expect(noHost.statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(noHost.body).toEqual({ message: 'request has no Host header', details: [{ header: 'Host', problem: 'missing' }] });
+    // HTTP/1.0 needs no Host.
+    expect(await rawTls(server, 'GET /healthz HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+    const { token } = await makeToken(server.store, 'alice');
     expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(200);
   });
 

@@ -50,10 +50,10 @@ describe('health gate on device:PATH', () => {
     expect(pool.level).toBe(0);
     const health = source.health();
     expect(health.state).toBe('failed');
-    expect(health.message).toMatch(/out of service/);
+    expect(health.message).toMatch(/^16 consecutive 1024-byte blocks failed the health tests/);
     expect(health.testFailures['repetition-count']).toBeGreaterThan(0);
     expect(health.blocksFailed).toBeGreaterThanOrEqual(16);
-    expect(filler.outOfService).toMatch(/out of service/);
+    expect(filler.outOfService).toBe(health.message);
     await source.close();
   });
 
@@ -121,7 +121,11 @@ describe('health gate on device:PATH', () => {
       const health = await call(server, '/healthz');
       expect(health.status).toBe(503);
       expect(health.json().status).toBe('failing');
-      expect(health.json().warnings.join(' ')).toMatch(/out of service/);
+      // One "out of service:" prefix, then the reason (it was doubled).
+      expect(health.json().warnings).toContainEqual(
+        expect.stringMatching(/^source device:\S+ out of service: 8 consecutive 1024-byte blocks failed the health tests \(last: [a-z-, ]+\)$/),
+      );
+      expect(JSON.stringify(health.json())).not.toContain('out of service: out of service');
       const { token } = await makeToken(server.store, 'alice');
       expect((await call(server, '/api/v1/quantum-entropy', { token })).status).toBe(503);
       const metrics = (await call(server, '/metrics')).body.toString();

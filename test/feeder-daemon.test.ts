@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { FeederStatus } from '../src/feeder/index.js';
 import { Upstream, waitFor } from './feeder-harness.js';
-import { createTestPackage, type TestPackage } from './helpers/package.js';
+import { createTestPackage, repoRoot, srcPath, type TestPackage } from './helpers/package.js';
+import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
 
 const isRoot = process.getuid?.() === 0;
 const havePython = spawnSync('sh', ['-c', 'command -v python3']).status === 0;
@@ -182,6 +183,93 @@ describe('qentropy daemon with the feeder role (separate process)', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(notify.messages()).toContain('STOPPING=1');
     notify.stop();
+  });
+
+  it('a feeder-only daemon loads no module of the roles and commands it does not run, and no undici', async () => {
+    // The CLI as it ships is not bundled (bin/qentropy.js over tsc's output), so a lazily
+    // imported module loads only when imported. Each src/ file is transpiled on its own
+    // (esbuild, no bundling: the same module graph), and a hook logs every module resolved.
+    const out = path.join(dir, 'unbundled');
+    const sources = fs.readdirSync(srcPath(''), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+    const esbuild = path.join(repoRoot, 'node_modules', '.bin', 'esbuild');
+    const built = spawnSync(esbuild, [...sources.map((f) => srcPath(f)), '--platform=node', '--format=esm', `--outbase=${srcPath('')}`, `--outdir=${out}`, '--log-level=error'], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    fs.writeFileSync(path.join(out, 'cli.mjs'), "import { main } from './cli/main.js';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+    const hook = `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(process.env.MODULE_LOG, resolved.url + '\\n');
+  return resolved;
+}`;
+    fs.writeFileSync(path.join(out, 'log-modules.mjs'), `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));\n`);
+    const log = path.join(dir, 'modules.log');
+    fillUpstream(1024 * 1024);
+    const { config } = await writeConfig('lazy', { kernel: { enabled: false }, files: [{ path: path.join(dir, 'lazy', 'out.bin'), bytes: 512, intervalMs: 60_000 }] });
+    const child = spawn(process.execPath, ['--import', path.join(out, 'log-modules.mjs'), path.join(out, 'cli.mjs'), 'daemon', '--config', config], {
+      env: { ...process.env, MODULE_LOG: log },
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    await waitFor(() => output.includes('qentropy daemon running'), 15_000, 'the daemon to run');
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    const loaded = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    // It loaded what a feeder needs…
+    for (const needed of ['/node_modules/pino/', '/node_modules/prom-client/', '/unbundled/roles/feeder.js', '/unbundled/feeder/feeder.js']) {
+      expect(loaded.some((url) => url.includes(needed)), needed).toBe(true);
+    }
+    // …and nothing of HTTP servers, databases, certificates, the KME, the quality service, undici.
+    const unwanted = loaded.filter(
+      (url) =>
+        /\/node_modules\/(undici|fastify|better-sqlite3|pg|@peculiar\/x509)\//.test(url) ||
+        /\/unbundled\/(kme|quality|accounts|server|sts)\//.test(url) ||
+        /\/unbundled\/storage\/(sqlite|postgres)\.js$|\/unbundled\/pki\/(certs|files)\.js$/.test(url) ||
+        /\/unbundled\/roles\/(entropy|quality|kme)\.js$/.test(url) ||
+        /\/unbundled\/cli\/commands\/(token|fetch|sts|pki|kme|quality|feeder)\.js$/.test(url),
+    );
+    expect(unwanted).toEqual([]);
+  });
+
+  it.skipIf(!haveSofthsm)('a wrong HSM PIN never ends the process: the PIN is tried once, and once more per reload', async () => {
+    fillUpstream(1024 * 1024);
+    const hsmDir = path.join(dir, 'hsm');
+    const softhsmConf = initSofthsmToken(hsmDir, 'feeder-hsm', '135790');
+    const pinFile = path.join(hsmDir, 'pin');
+    fs.writeFileSync(pinFile, '000000\n', { mode: 0o600 });
+    // The reported config: the PKCS#11 sink is the only sink, no status listener. With the
+    // buffer full nothing held the event loop, and Node exited with 13 and no further line.
+    const { config, statusFile } = await writeConfig('wrong-pin', {
+      kernel: { enabled: false },
+      buffer: { capacityBytes: 64 * 1024 },
+      pkcs11: [{ module: softhsmModule, tokenLabel: 'feeder-hsm', pinFile, intervalMs: 100 }],
+      status: { file: path.join(dir, 'wrong-pin', 'feeder-status.json'), intervalMs: 100, listen: false },
+    });
+    const d = startDaemon(['daemon', '--config', config], { env: { SOFTHSM2_CONF: softhsmConf } });
+    const pinLines = () => d.stdout().split('\n').filter((l) => l.includes('CKR_PIN_INCORRECT'));
+    await waitFor(() => d.stdout().includes('qentropy daemon running'), 15_000, 'the daemon to run');
+    await waitFor(() => (readStatus(statusFile)?.buffer.level ?? 0) === 64 * 1024, 10_000, 'a full buffer');
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(d.child.exitCode).toBeNull();
+    expect(pinLines()).toHaveLength(1);
+    expect(pinLines()[0]).toMatch(/sink disabled until the config is reloaded/);
+    expect(readStatus(statusFile)!.sinks[0]).toMatchObject({ state: 'disabled', errors: 1, feeds: 0, lastErrorCode: 'CKR_PIN_INCORRECT' });
+
+    // A reload tries the PIN again, exactly once.
+    d.child.kill('SIGHUP');
+    await waitFor(() => d.stdout().includes('feeder reloaded'), 10_000, 'the reload');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(pinLines()).toHaveLength(2);
+    expect(readStatus(statusFile)!.sinks[0]).toMatchObject({ state: 'disabled', errors: 1 });
+    expect(d.child.exitCode).toBeNull();
+    expect(d.stdout()).not.toContain('135790');
+
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
   });
 
   it.skipIf(!isRoot || !haveSetpriv)('as nobody: the kernel sink reports EPERM clearly and the file sink keeps being fed', async () => {

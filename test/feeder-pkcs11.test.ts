@@ -1,7 +1,6 @@
 // The feeder's PKCS#11 sink against real modules: SoftHSMv2 receives seeds (counted by the
 // module's answers and our metrics), the PIN comes from a file; OpenSC's module (no token
 // here) is reported once however often it is retried, and the other sinks go on.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,11 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../src/config/index.js';
 import { buildFeeder, FeedBuffer } from '../src/feeder/index.js';
 import { captureLogger, goodBlock, Upstream, waitFor } from './feeder-harness.js';
+import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
 
-const firstExisting = (paths: string[]): string | undefined => paths.find((p) => fs.existsSync(p));
-const softhsm = firstExisting(['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so']);
-const opensc = firstExisting(['/usr/lib/x86_64-linux-gnu/opensc-pkcs11.so', '/usr/lib/opensc-pkcs11.so']);
-const haveUtil = spawnSync('sh', ['-c', 'command -v softhsm2-util']).status === 0;
+const opensc = ['/usr/lib/x86_64-linux-gnu/opensc-pkcs11.so', '/usr/lib/opensc-pkcs11.so'].find((p) => fs.existsSync(p));
+const softhsm = softhsmModule;
 
 const LABEL = 'qentropy-feeder';
 const PIN = '135790';
@@ -26,15 +24,8 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qe-feeder-hsm-'));
   upstream = await Upstream.create();
   await upstream.start();
-  if (!softhsm || !haveUtil) return;
-  fs.mkdirSync(path.join(dir, 'tokens'), { mode: 0o700 });
-  fs.writeFileSync(path.join(dir, 'softhsm2.conf'), `directories.tokendir = ${dir}/tokens\nobjectstore.backend = file\nlog.level = ERROR\n`);
-  process.env.SOFTHSM2_CONF = path.join(dir, 'softhsm2.conf');
-  const init = spawnSync('softhsm2-util', ['--init-token', '--free', '--label', LABEL, '--pin', PIN, '--so-pin', '24680246'], {
-    encoding: 'utf8',
-    env: process.env,
-  });
-  if (init.status !== 0) throw new Error(`softhsm2-util failed: ${init.stderr}`);
+  if (!haveSofthsm) return;
+  process.env.SOFTHSM2_CONF = initSofthsmToken(dir, LABEL, PIN);
 });
 afterAll(async () => {
   await upstream?.close();
@@ -55,7 +46,7 @@ async function feederFor(feeder: Record<string, unknown>) {
   return { feeder: f, lines };
 }
 
-describe.skipIf(!softhsm || !haveUtil)('PKCS#11 sink with SoftHSMv2', () => {
+describe.skipIf(!haveSofthsm)('PKCS#11 sink with SoftHSMv2', () => {
   it('seeds the token found by label, logging in with the PIN from a file; counted by module answers and metrics', async () => {
     upstream.pool.clear();
     upstream.pool.put(Buffer.concat(Array.from({ length: 4 }, goodBlock)));
@@ -91,6 +82,8 @@ describe.skipIf(!softhsm || !haveUtil)('PKCS#11 sink with SoftHSMv2', () => {
     });
     await feeder.start();
     await waitFor(() => feeder.statusNow().sinks[1]!.bytesFed >= 4096, 10_000, 'the file sink');
+    // Ten reopen periods (reopenAfterMs 100) and feed intervals later, still one attempt.
+    await new Promise((r) => setTimeout(r, 1000));
     const status = feeder.statusNow();
     await feeder.stop();
     expect(status.sinks[0]).toMatchObject({ state: 'disabled', errors: 1, lastErrorCode: 'CKR_PIN_INCORRECT' });

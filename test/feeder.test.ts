@@ -2,6 +2,7 @@
 // SQLite): exactly the bytes that passed reach the file sink, failing blocks never do,
 // a source that keeps failing is disabled, 401 stops pulling, an outage is ridden out
 // from the buffer and recovered from, and the kernel sink really calls RNDADDENTROPY.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js';
-import type { FeederSourceOptions } from '../src/feeder/source.js';
+import type { FeederSourceOptions, SourceStatus } from '../src/feeder/source.js';
 import { KernelRandom } from '../src/native/kernel.js';
 import { captureLogger, goodBlock, stuckBlock, Upstream, waitFor } from './feeder-harness.js';
 
@@ -63,15 +64,22 @@ describe('feeder pipeline', () => {
     expect(fs.readFileSync(file).equals(expected)).toBe(true);
     expect((fs.statSync(file).mode & 0o777).toString(8)).toBe('600');
     const status = feeder.statusNow();
-    expect(status.sources[0]).toMatchObject({ blocksFailed: 3, blocksPassed: 5 });
-    expect(status.healthFailures['repetition-count']).toBeGreaterThanOrEqual(3);
+    // Exactly what was dropped, and by which test: the zero block and both stuck blocks.
+    expect(status.sources[0]).toMatchObject({ bytesPulled: 8 * 1024, bytesPassed: 5 * 1024, bytesAwaitingFips: 0 });
+    expect(status.sources[0]!.bytesDropped).toEqual({
+      'repetition-count': 3 * 1024, 'adaptive-proportion': 0, pattern: 0, fips140: 0, startup: 0, 'not-random': 0, 'out-of-service': 0,
+    });
+    expect(status.sources[0]!.failures).toEqual({ 'repetition-count': 3, 'adaptive-proportion': 0, pattern: 0, fips140: 0 });
+    expect(status.healthFailures['repetition-count']).toBe(3);
     expect(status.sinks[0]).toMatchObject({ bytesFed: expected.length, errors: 0 });
     const dropped = lines().filter((l) => l.msg === 'block failed a health test and was dropped');
     expect(dropped).toHaveLength(3);
     // Prometheus exposition of the same numbers.
     const metrics = await feeder.registry.metrics();
     expect(metrics).toMatch(new RegExp(`qentropy_feeder_bytes_fed_total\\{sink="file:${file.replace(/[/.]/g, '\\$&')}",kind="file"\\} ${expected.length}`));
-    expect(metrics).toMatch(/qentropy_feeder_health_failures_total\{source="[^"]+",test="repetition-count"\} [1-9]/);
+    expect(metrics).toMatch(/qentropy_feeder_health_failures_total\{source="[^"]+",test="repetition-count"\} 3\n/);
+    expect(metrics).toMatch(/qentropy_feeder_bytes_dropped_total\{source="[^"]+",reason="repetition-count"\} 3072\n/);
+    expect(metrics).toMatch(/qentropy_feeder_bytes_passed_total\{source="[^"]+"\} 5120\n/);
     expect(metrics).toMatch(/qentropy_feeder_buffer_level_bytes 0/);
   });
 
@@ -122,7 +130,7 @@ describe('feeder pipeline', () => {
     upstream.pool.clear();
     upstream.pool.put(Buffer.concat(Array.from({ length: 8 }, goodBlock)));
     const file = path.join(dir, 'outage.bin');
-    const { logger } = captureLogger();
+    const { logger, lines } = captureLogger();
     const feeder = new Feeder({
       sources: [sourceOptions(await upstream.token(), { blocksPerRequest: 4 })],
       sinks: [new FileSink({ path: file, bytes: 512, intervalMs: 50 })],
@@ -140,17 +148,29 @@ describe('feeder pipeline', () => {
     expect(dry.sinks[0]!.bytesFed).toBe(8 * 1024);
     expect(dry.sources[0]!.state).toBe('retrying');
     expect(dry.sources[0]!.lastError).toMatch(/failed|ECONNREFUSED/);
-    // Back up on the same port, with fresh supply.
-    const fresh = Buffer.concat(Array.from({ length: 4 }, goodBlock));
+    const recoveredLines = () => lines().filter((l) => l.msg === 'entropy source recovered');
+    expect(recoveredLines()).toHaveLength(0);
+    // Back up on the same port, with fresh supply: exactly enough to fill the buffer.
+    const fresh = Buffer.concat(Array.from({ length: 8 }, goodBlock));
     upstream.pool.put(Buffer.from(fresh));
     await upstream.start();
-    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= 12 * 1024, 15_000, 'feeding to resume');
+    // Checked while the buffer still holds fresh bytes above its low-water mark, so the
+    // source is not asked again (and not refused for an empty pool) in the meantime.
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= 9 * 1024, 15_000, 'feeding to resume');
+    // Active again: the old ECONNREFUSED is no longer shown as the last error, and one
+    // line says the source recovered (and what was wrong before).
+    const back = feeder.statusNow().sources[0]!;
+    expect(back.state).toBe('active');
+    expect(back.lastError).toBeUndefined();
+    expect(recoveredLines()).toHaveLength(1);
+    expect(String(recoveredLines()[0]!.after)).toMatch(/failed|ECONNREFUSED/);
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= 16 * 1024, 15_000, 'the fresh bytes to be fed');
     await feeder.stop();
     const written = fs.readFileSync(file);
-    expect(written.length).toBe(12 * 1024);
+    expect(written.length).toBe(16 * 1024);
     expect(written.subarray(8 * 1024).equals(fresh)).toBe(true);
     // Everything pulled was fed, once: nothing was lost or doubled across the outage.
-    expect(feeder.statusNow().bytesPulled).toBe(12 * 1024);
+    expect(feeder.statusNow().bytesPulled).toBe(16 * 1024);
   });
 
   it.skipIf(!isRoot)('as root: the kernel sink really calls RNDADDENTROPY + RNDRESEEDCRNG and credits what it was told', async () => {
@@ -176,5 +196,108 @@ describe('feeder pipeline', () => {
     const dev = new KernelRandom('/dev/random');
     expect(dev.entropyCount()).toBeGreaterThan(0);
     dev.close();
+  });
+});
+
+/** Every pulled byte is accounted for exactly once. */
+function expectBytesAccountedFor(source: SourceStatus): void {
+  const dropped = Object.values(source.bytesDropped).reduce((a, b) => a + b, 0);
+  expect(source.bytesPassed + dropped + source.bytesAwaitingFips).toBe(source.bytesPulled);
+}
+
+function counterStream(bytes: number): Buffer {
+  const out = Buffer.alloc(bytes);
+  for (let i = 0; i < bytes; i++) out[i] = i & 0xff;
+  return out;
+}
+
+/** A 32-bit Galois LFSR (taps 32, 22, 2, 1), one output bit per step, packed MSB first. */
+function lfsrStream(bytes: number): Buffer {
+  const out = Buffer.alloc(bytes);
+  let state = 0xace1beef;
+  for (let i = 0; i < bytes * 8; i++) {
+    const bit = state & 1;
+    state >>>= 1;
+    if (bit) state ^= 0x80200003;
+    if (bit) out[i >> 3]! |= 0x80 >> (i & 7);
+  }
+  return out;
+}
+
+/** Random bits that are ones with probability 0.5125: FIPS 140-2's monobit test fails about a third of its blocks. */
+function biasedStream(bytes: number): Buffer {
+  const out = Buffer.alloc(bytes);
+  const draws = crypto.randomBytes(bytes * 8 * 2);
+  for (let i = 0; i < bytes * 8; i++) {
+    if (draws.readUInt16LE(2 * i) < 0.5125 * 65536) out[i >> 3]! |= 0x80 >> (i & 7);
+  }
+  return out;
+}
+
+describe('deterministic streams never reach a sink', () => {
+  async function feedFrom(stream: Buffer, extra: Partial<FeederSourceOptions> = {}) {
+    upstream.pool.clear();
+    upstream.pool.put(Buffer.from(stream));
+    const file = path.join(dir, `det-${crypto.randomBytes(4).toString('hex')}.bin`);
+    const { logger, lines } = captureLogger();
+    const sinks = [new FileSink({ path: file, bytes: 1024, intervalMs: 0 })];
+    if (isRoot) sinks.push(new KernelSink({ device: '/dev/random', creditBitsPerByte: 0, bytes: 64, intervalMs: 10 }) as never);
+    const feeder = new Feeder({
+      sources: [sourceOptions(await upstream.token(), { blocksPerRequest: 16, fips140: true, ...extra })],
+      sinks,
+      buffer: new FeedBuffer({ capacity: 16 * 1024 }),
+      logger,
+    });
+    await feeder.start();
+    await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 15_000, 'the source to be taken out of service');
+    // No feed in flight: every sink has finished and waits on the (now empty) buffer.
+    await waitFor(() => feeder.statusNow().sinks.every((k) => k.state === 'waiting'), 10_000, 'the sinks to wait');
+    const status = feeder.statusNow();
+    await feeder.stop();
+    expectBytesAccountedFor(status.sources[0]!);
+    return { status, source: status.sources[0]!, file, lines };
+  }
+
+  it('a byte counter (00..ff repeated), which passes RCT and APT: out of service in its first block, nothing fed', async () => {
+    const { status, source, file, lines } = await feedFrom(counterStream(64 * 1024));
+    expect(source.lastError).toMatch(/^not random: output repeats: 64 bytes of this block occurred 256 bytes earlier in the stream/);
+    expect(source).toMatchObject({ bytesPulled: 16 * 1024, bytesPassed: 0, failures: { 'repetition-count': 0, 'adaptive-proportion': 0, pattern: 1, fips140: 0 } });
+    expect(source.bytesDropped).toMatchObject({ pattern: 1024, 'out-of-service': 15 * 1024 });
+    for (const sink of status.sinks) expect(sink.bytesFed).toBe(0);
+    expect(fs.statSync(file).size).toBe(0);
+    expect(lines().some((l) => l.level === 50 && String(l.msg).startsWith('entropy source disabled: not random'))).toBe(true);
+  });
+
+  it('an LFSR: out of service on its linear complexity, nothing fed', async () => {
+    const { status, source, file } = await feedFrom(lfsrStream(64 * 1024));
+    expect(source.lastError).toMatch(/^not random: linear complexity 32 of 1280 bits .*LFSR/);
+    expect(source.bytesPassed).toBe(0);
+    expect(source.failures.pattern).toBe(1);
+    for (const sink of status.sinks) expect(sink.bytesFed).toBe(0);
+    expect(fs.statSync(file).size).toBe(0);
+  });
+
+  it('a repeating 1 KiB block: out of service at the first repeat, and the first copy is dropped with it', async () => {
+    const block = goodBlock();
+    const { status, source, file } = await feedFrom(Buffer.concat(Array.from({ length: 64 }, () => block)));
+    expect(source.lastError).toMatch(/^not random: output repeats: 64 bytes of this block occurred 1024 bytes earlier/);
+    expect(source.bytesDropped).toMatchObject({ pattern: 1024, 'not-random': 1024, 'out-of-service': 14 * 1024 });
+    expect(source.bytesPassed).toBe(0);
+    for (const sink of status.sinks) expect(sink.bytesFed).toBe(0);
+    expect(fs.statSync(file).size).toBe(0);
+  });
+
+  it('a source failing FIPS 140-2 in about a third of its windows is taken out of service at 8 failures, with exact drop counts', async () => {
+    const { status, source, file } = await feedFrom(biasedStream(512 * 1024), { blocksPerRequest: 4 });
+    expect(source.lastError).toMatch(/^not random: 8 of its last \d+ 2,500-byte blocks failed the FIPS 140-2 tests/);
+    // (An RCT failure or two on 200 biased blocks is possible and counted on its own.)
+    expect(source.failures).toMatchObject({ pattern: 0, fips140: 8 });
+    expect(source.bytesDropped.fips140).toBe(8 * 2500);
+    expect(source.bytesAwaitingFips).toBe(0);
+    // What passed before the verdict went to the buffer; what a sink had not taken yet was
+    // emptied from it, and every byte the file holds was counted as passed.
+    const fed = status.sinks[0]!.bytesFed;
+    expect(fs.statSync(file).size).toBe(fed);
+    expect(source.bytesPassed).toBe(status.sinks.reduce((a, s) => a + s.bytesFed, 0) + status.buffer.bytesDiscarded + status.buffer.level);
   });
 });

@@ -194,7 +194,7 @@ describe('qentropy kme: a two-site walk-through with processes', () => {
     expect(JSON.parse(dec.stdout)).toEqual(made);
     const again = await run(['kme', 'dec', 'A', made.keys[0]!.key_ID, ...asSae('b1', 'B')]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/^qentropy: KME answered 400: unknown key_ID/);
+    expect(again.stderr).toMatch(/^qentropy: KME answered 400: one or more keys specified are not found on KME/);
 
     const noUrl = await run(['kme', 'status', 'B', '--cert', 'x', '--key', 'y', '--ca', 'z']);
     expect(noUrl.code).toBe(1);

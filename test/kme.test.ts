@@ -14,6 +14,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseKmeConfig, type KmeConfig } from '../src/config/sections/kme.js';
+import { deriveKey } from '../src/kme/derive.js';
 import { EtsiClient, EtsiClientError } from '../src/kme/etsi-client.js';
 import { KmeSite } from '../src/kme/site.js';
 import { KmeRole } from '../src/roles/kme.js';
@@ -146,6 +147,21 @@ async function expectEtsiError(p: Promise<unknown>, status: number): Promise<Ets
   return e;
 }
 
+/** One key's metadata as site A delivers it to B over a link without a PSK. */
+function deliveryFromAToB(keyId: string, seed: Buffer) {
+  return {
+    key_ID: keyId,
+    size: 256,
+    seed: seed.toString('base64'),
+    origin: 'A',
+    peer: 'B',
+    created: Date.now(),
+    suite: 'hkdf-sha256',
+    master_SAE_ID: 'a1',
+    slave_SAE_IDs: [] as string[],
+  };
+}
+
 const SAES = { a1: 'A', a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
 
 describeEachEngine('kme cluster of three sites', (engine) => {
@@ -158,7 +174,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     pskFile = cluster.file('psk-A-C', Buffer.from(crypto.getRandomValues(new Uint8Array(32))));
     // Site A's store is the engine under test; B and C use their own SQLite files.
     dbA = await engine.open();
-    const saes = { b1: 'B', b2: 'B', c1: 'C' };
+    const saes = { a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
     await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64 }), dbA);
     await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' } }));
     await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40 }));
@@ -191,13 +207,18 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     expect(rest).toEqual(all.slice(1));
   });
 
-  it('the creating SAE can fetch its key again at the origin; other SAEs of A cannot', async () => {
+  it('the origin never serves a key again (§5.3): its master SAE and other SAEs of A get "not found", B still has it', async () => {
     const [k] = await cluster.sae('A', 'a1').encKeys('B');
-    expect(await cluster.sae('A', 'a1').decKeys('B', [k!.key_ID])).toEqual([k]);
-    await expectEtsiError(cluster.sae('A', 'a2').decKeys('B', [k!.key_ID]), 401);
+    for (const sae of ['a1', 'a2']) {
+      const e = await expectEtsiError(cluster.sae('A', sae).decKeys('B', [k!.key_ID]), 400);
+      expect(e.body).toEqual({ message: 'one or more keys specified are not found on KME', details: [{ key_ID: k!.key_ID }] });
+    }
+    // Once the answer has left, the origin keeps no row of the key at all.
+    await waitFor(async () => (await rowCount(dbA, 'key_id = $1', [k!.key_ID])) === 0);
+    expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
   });
 
-  it('status reports the link, the limits and the stored key count', async () => {
+  it('status reports the link, the limits and, as stored_key_count, the keys enc_keys can still deliver (ETSI Table 9)', async () => {
     const a1 = cluster.sae('A', 'a1');
     const before = (await a1.status('B')) as Record<string, number>;
     expect(before).toMatchObject({
@@ -210,17 +231,36 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       max_key_per_request: 64,
       max_key_size: 4096,
       min_key_size: 64,
-      max_SAE_ID_count: 8,
+      max_SAE_ID_count: 3, // b1, b2 and c1: the SAEs A knows at its peers
     });
+    const held = (s: Record<string, unknown>): number => (s.status_extension as { link_keys_held: number }).link_keys_held;
+    expect(before.stored_key_count).toBe(100_000 - held(before));
+    // Held at B, the keys A made for B use up what B can still deliver on the link.
+    const b1 = cluster.sae('B', 'b1');
+    const atB = await b1.status('A');
     const keys = await a1.encKeys('B', { number: 4 });
-    const after = (await a1.status('B')) as Record<string, number>;
-    expect(after.stored_key_count).toBe(before.stored_key_count! + 4);
+    const afterB = await b1.status('A');
+    expect(held(afterB)).toBe(held(atB) + 4);
+    expect(afterB.stored_key_count).toBe((atB.stored_key_count as number) - 4);
     // An ETSI-style SAE ID as {id} names its site.
     expect(await a1.status('b1')).toMatchObject({ target_KME_ID: 'B', slave_SAE_ID: 'b1' });
-    // Retrieval at the peer removes the key there, and (notified) at the origin too.
+    // Retrieval at the peer gives the room back.
     await cluster.sae('B', 'b2').decKeys('A', keys.map((k) => k.key_ID));
-    await cluster.sites.B!.service.notices.idle();
-    await waitFor(async () => ((await a1.status('B')) as Record<string, number>).stored_key_count === before.stored_key_count);
+    expect(await b1.status('A')).toMatchObject({ stored_key_count: atB.stored_key_count, status_extension: { link_keys_held: held(atB) } });
+  });
+
+  it('a fresh link reads the full max_key_count; a full store reads 0 and enc_keys gets 503', async () => {
+    // C's store holds at most 40 keys per link; B-C is fresh at C.
+    const c1 = cluster.sae('C', 'c1');
+    const fresh = await c1.status('A');
+    expect(fresh.max_key_count).toBe(40);
+    const room = fresh.stored_key_count as number;
+    expect(room).toBe(40 - (fresh.status_extension as { link_keys_held: number }).link_keys_held);
+    const made = await cluster.sae('A', 'a1').encKeys('C', { number: room });
+    expect(await c1.status('A')).toMatchObject({ stored_key_count: 0, status_extension: { link_keys_held: 40 } });
+    await expectEtsiError(cluster.sae('A', 'a1').encKeys('C'), 503);
+    await c1.decKeys('A', made.map((k) => k.key_ID));
+    expect((await c1.status('A')).stored_key_count).toBe(room);
   });
 
   it('a key for a named slave SAE is only for that SAE at the peer', async () => {
@@ -254,8 +294,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     const b1 = cluster.sae('B', 'b1');
     const e = await expectEtsiError(b1.encKeys('C'), 503);
     expect(JSON.stringify(e.body)).toMatch(/suite|PSK/);
-    expect((await b1.status('C')).stored_key_count).toBe(0);
-    expect((await cluster.sae('C', 'c1').status('B')).stored_key_count).toBe(0);
+    expect(await b1.status('C')).toMatchObject({ status_extension: { link_keys_held: 0 } });
+    expect(await cluster.sae('C', 'c1').status('B')).toMatchObject({ stored_key_count: 40, status_extension: { link_keys_held: 0 } });
   });
 
   it('malformed requests get 400 and store nothing', async () => {
@@ -273,7 +313,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       ['POST', '/api/v1/keys/B/enc_keys', { size: 8192 }],
       ['POST', '/api/v1/keys/B/enc_keys', { number: 1, colour: 'red' }],
       ['POST', '/api/v1/keys/B/enc_keys', { extension_mandatory: [{ route_type: 'direct' }] }],
-      ['POST', '/api/v1/keys/B/enc_keys', { additional_slave_SAE_IDs: ['c1'] }],
+      ['POST', '/api/v1/keys/B/enc_keys', { additional_slave_SAE_IDs: ['ghost'] }],
       ['POST', '/api/v1/keys/B/enc_keys', [1, 2]],
       ['GET', '/api/v1/keys/B/enc_keys?number=1e3', undefined],
       ['GET', '/api/v1/keys/B/enc_keys?size=255', undefined],
@@ -282,7 +322,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       ['GET', '/api/v1/keys/A/enc_keys', undefined],
       ['POST', '/api/v1/keys/A/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }, { key_ID: '0B7F0A55-5C28-4A36-8A8D-5A2A2F5F5E01' }] }],
       ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: 'not-a-uuid' }] }],
-      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01', x: 1 }] }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }], key_IDs_extension: 'x' }],
+      ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01', key_ID_extension: [1] }] }],
       ['POST', '/api/v1/keys/B/dec_keys', { key_IDs: [{ key_ID: '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e01' }] }],
       ['GET', '/api/v1/keys/B/dec_keys', undefined],
     ];
@@ -294,6 +335,130 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       expect(Array.isArray(b.details)).toBe(true);
     }
     expect(await rowCount(dbA)).toBe(before);
+  });
+
+  it("uses ETSI's fixed messages where §6 gives them", async () => {
+    const a1 = cluster.sae('A', 'a1');
+    expect(await a1.call('POST', '/api/v1/keys/B/enc_keys', { size: 260 })).toEqual({
+      status: 400,
+      body: { message: 'size shall be a multiple of 8', details: [{ field: 'size', size: 260 }] },
+    });
+    expect(await a1.call('GET', '/api/v1/keys/B/enc_keys?size=252')).toMatchObject({ status: 400, body: { message: 'size shall be a multiple of 8' } });
+    expect(await a1.call('POST', '/api/v1/keys/B/enc_keys', { extension_mandatory: [{ abc_route_type: 'direct' }] })).toEqual({
+      status: 400,
+      body: { message: 'not all extension_mandatory parameters are supported', details: [{ extension_mandatory_unsupported: 'abc_route_type is not supported' }] },
+    });
+    const unknown = '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e09';
+    expect(await cluster.sae('B', 'b1').call('GET', `/api/v1/keys/A/dec_keys?key_ID=${unknown}`)).toEqual({
+      status: 400,
+      body: { message: 'one or more keys specified are not found on KME', details: [{ key_ID: unknown }] },
+    });
+  });
+
+  it('a dec_keys path naming another master than the key’s is 400 "not found", exactly as for an unknown key', async () => {
+    const [k] = await cluster.sae('A', 'a1').encKeys('B');
+    const b1 = cluster.sae('B', 'b1');
+    const unknown = '0b7f0a55-5c28-4a36-8a8d-5a2a2f5f5e0a';
+    const notFound = (id: string) => ({ status: 400, body: { message: 'one or more keys specified are not found on KME', details: [{ key_ID: id }] } });
+    // C is a peer of B, but the key was made at A: the answer must not reveal that it exists.
+    expect(await b1.call('GET', `/api/v1/keys/C/dec_keys?key_ID=${k!.key_ID}`)).toEqual(notFound(k!.key_ID));
+    expect(await b1.call('GET', `/api/v1/keys/C/dec_keys?key_ID=${unknown}`)).toEqual(notFound(unknown));
+    expect(await b1.call('POST', '/api/v1/keys/C/dec_keys', { key_IDs: [{ key_ID: k!.key_ID }] })).toEqual(notFound(k!.key_ID));
+    // Nothing was consumed: the right master in the path gets it.
+    expect(await b1.decKeys('a1', [k!.key_ID])).toEqual([k]);
+  });
+
+  it("dec_keys accepts ETSI's extension members and a master_SAE_ID per item when it names the key's master", async () => {
+    const keys = await cluster.sae('A', 'a1').encKeys('B', { number: 4 });
+    const b1 = cluster.sae('B', 'b1');
+    // QURSA C wrapper, QuKayDee mode: master_SAE_ID inside each item.
+    expect(await b1.call('POST', '/api/v1/keys/A/dec_keys', { key_IDs: [{ key_ID: keys[0]!.key_ID, master_SAE_ID: 'a1' }] })).toEqual({ status: 200, body: { keys: [keys[0]] } });
+    // Table 12: key_ID_extension per item, key_IDs_extension on the request.
+    expect(
+      await b1.call('POST', '/api/v1/keys/A/dec_keys', {
+        key_IDs: [{ key_ID: keys[1]!.key_ID, key_ID_extension: { note: 1 } }],
+        key_IDs_extension: { route: 'any' },
+      }),
+    ).toEqual({ status: 200, body: { keys: [keys[1]] } });
+    // A master_SAE_ID that is not the key's master: "not found", nothing consumed (the other key of the request neither).
+    const wrong = await b1.call('POST', '/api/v1/keys/A/dec_keys', {
+      key_IDs: [{ key_ID: keys[2]!.key_ID }, { key_ID: keys[3]!.key_ID, master_SAE_ID: 'a2' }],
+    });
+    expect(wrong).toEqual({ status: 400, body: { message: 'one or more keys specified are not found on KME', details: [{ key_ID: keys[3]!.key_ID }] } });
+    expect(await b1.decKeys('A', [keys[2]!.key_ID, keys[3]!.key_ID])).toEqual(keys.slice(2));
+  });
+
+  it('additional_slave_SAE_IDs naming an unknown SAE or an SAE of this site: 400, nothing stored at any site', async () => {
+    const a1 = cluster.sae('A', 'a1');
+    const held = async () => ({ a: await rowCount(dbA), b: await cluster.sites.B!.service.store.countAll(), c: await cluster.sites.C!.service.store.countAll() });
+    const before = await held();
+    for (const extra of [['ghost'], ['b1', 'ghost'], ['c1', 'ghost'], ['a2']]) {
+      const res = await a1.call('POST', '/api/v1/keys/B/enc_keys', { number: 2, additional_slave_SAE_IDs: extra });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect((res.body as { message: string }).message).toMatch(/additional_slave_SAE_IDs/);
+    }
+    expect(await held()).toEqual(before);
+    // max_SAE_ID_count says how many a request may name: the SAEs registered at A to its peers.
+    expect((await a1.status('B')).max_SAE_ID_count).toBe(3); // b1, b2, c1
+    expect((await a1.status('b1')).max_SAE_ID_count).toBe(2); // b2, c1
+  });
+
+  it('multicast to SAEs at B and at C (a PSK link): the same key at both sites, each named SAE gets it once', async () => {
+    const keys = await cluster.sae('A', 'a1').encKeys('b1', { number: 3, additionalSlaveSaeIds: ['b2', 'c1'] });
+    const ids = keys.map((k) => k.key_ID);
+    expect(await cluster.sae('C', 'c1').decKeys('A', ids)).toEqual(keys);
+    await expectEtsiError(cluster.sae('C', 'c1').decKeys('A', ids), 400);
+    expect(await cluster.sae('B', 'b1').decKeys('a1', ids)).toEqual(keys);
+    expect(await cluster.sae('B', 'b2').decKeys('A', ids)).toEqual(keys);
+    // With the site as path, any one SAE of B and the named SAE of C.
+    const [k] = await cluster.sae('A', 'a1').encKeys('B', { additionalSlaveSaeIds: ['c1'] });
+    expect(await cluster.sae('B', 'b2').decKeys('A', [k!.key_ID])).toEqual([k]);
+    expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('a wrapped (multicast) delivery must say so in its suite; the peer stores wrap XOR its own derivation', async () => {
+    const asA = cluster.client('B', cluster.kmeCerts.A!);
+    const seed = Buffer.alloc(32, 5);
+    const wrap = Buffer.alloc(32, 0xa5);
+    const meta = { ...deliveryFromAToB('7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e51', seed), wrap: wrap.toString('base64') };
+    // An older peer ignores `wrap`; this suite check is what makes it refuse instead.
+    expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(400);
+    const { wrap: _omitted, ...unwrapped } = meta;
+    expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [{ ...unwrapped, suite: 'hkdf-sha256+wrap' }] })).status).toBe(400);
+    expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [{ ...meta, suite: 'hkdf-sha256+wrap' }] })).status).toBe(200);
+    const derived = deriveKey(seed, undefined, { keyId: meta.key_ID, size: 256, origin: 'A', peer: 'B' });
+    const expected = Buffer.from(derived.map((b, i) => b ^ wrap[i]!));
+    expect(await cluster.sae('B', 'b1').decKeys('A', [meta.key_ID])).toEqual([{ key_ID: meta.key_ID, key: expected.toString('base64') }]);
+  });
+
+  it('multicast is atomic: with C down, 503 and the key is at no site', async () => {
+    const cfgC = cluster.sites.C!.config;
+    const atB = await cluster.sites.B!.service.store.countAll();
+    const atA = await rowCount(dbA);
+    await cluster.stop('C');
+    try {
+      const e = await expectEtsiError(cluster.sae('A', 'a1').encKeys('B', { number: 2, additionalSlaveSaeIds: ['c1'] }), 503);
+      expect(JSON.stringify(e.body)).toMatch(/C/);
+      expect(await rowCount(dbA)).toBe(atA);
+      // B stored them in phase 2 and is told to cancel them.
+      await waitFor(async () => (await cluster.sites.B!.service.store.countAll()) === atB);
+    } finally {
+      await cluster.start('C', cfgC);
+    }
+  });
+
+  it('POST enc_keys with Content-Type: application/json and an empty body is a request with no options', async () => {
+    const res = await cluster.sae('A', 'a1').call('POST', '/api/v1/keys/B/enc_keys', '');
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const keys = (res.body as { keys: Array<{ key_ID: string; key: string }> }).keys;
+    expect(keys).toHaveLength(1);
+    expect(Buffer.from(keys[0]!.key, 'base64')).toHaveLength(32);
+    expect(await cluster.sae('B', 'b1').decKeys('A', [keys[0]!.key_ID])).toEqual(keys);
+    // A framework refusal (malformed JSON) says what is wrong, without the framework's codes.
+    const bad = await cluster.sae('A', 'a1').call('POST', '/api/v1/keys/B/enc_keys', '{"number":');
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ details: [] });
+    expect(JSON.stringify(bad.body)).not.toMatch(/FST_/);
   });
 
   it('a dec_keys request with one unknown key retrieves none of them', async () => {
@@ -325,17 +490,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
 
   it('deliveries are idempotent; a conflicting one is refused; a cancel drops the key and later copies', async () => {
     const asA = cluster.client('B', cluster.kmeCerts.A!);
-    const meta = {
-      key_ID: '7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e3f',
-      size: 256,
-      seed: Buffer.alloc(32, 1).toString('base64'),
-      origin: 'A',
-      peer: 'B',
-      created: Date.now(),
-      suite: 'hkdf-sha256',
-      master_SAE_ID: 'a1',
-      slave_SAE_IDs: [],
-    };
+    const meta = deliveryFromAToB('7d3c2a10-0f4e-4b8e-9a51-2f7b0c1d2e3f', Buffer.alloc(32, 1));
     const dbB = await openDatabase({ url: cluster.sites.B!.config.storage! });
     try {
       expect((await asA.call('POST', '/internal/v1/keys/deliver', { keys: [meta] })).status).toBe(200);
@@ -358,17 +513,79 @@ describeEachEngine('kme cluster of three sites', (engine) => {
   it('peer down during enc_keys: 503 and no key left behind at either site', async () => {
     const cfgC = cluster.sites.C!.config;
     const atA = await rowCount(dbA, "peer = 'C'");
-    const atC = (await cluster.sae('C', 'c1').status('A')).stored_key_count;
+    const atC = (await cluster.sae('C', 'c1').status('A')).status_extension;
     await cluster.stop('C');
     const a1 = cluster.sae('A', 'a1');
     const e = await expectEtsiError(a1.encKeys('C', { number: 3 }), 503);
     expect(e.message).toMatch(/C/);
     expect(await rowCount(dbA, "peer = 'C'")).toBe(atA);
     await cluster.start('C', cfgC);
-    expect((await cluster.sae('C', 'c1').status('A')).stored_key_count).toBe(atC);
+    expect((await cluster.sae('C', 'c1').status('A')).status_extension).toEqual(atC);
     // And the link works again.
     const [k] = await a1.encKeys('C');
     expect(await cluster.sae('C', 'c1').decKeys('A', [k!.key_ID])).toEqual([k]);
+  });
+
+  it('an SAE that hangs up before its keys are answered: the peer is told to cancel them', async () => {
+    // A second instance of A reaches B through a proxy that holds each chunk 300 ms, so the
+    // client is gone before the delivery is confirmed.
+    const net = await import('node:net');
+    const proxy = net.createServer((inbound) => {
+      const outbound = net.connect(cluster.ports.B!, '127.0.0.1');
+      const delayed = (to: import('node:net').Socket) => (d: Buffer) => setTimeout(() => to.writable && to.write(d), 300);
+      inbound.on('data', delayed(outbound));
+      outbound.on('data', delayed(inbound));
+      const close = () => setTimeout(() => (inbound.destroy(), outbound.destroy()), 350);
+      inbound.on('close', close);
+      outbound.on('close', close);
+      inbound.on('error', () => undefined);
+      outbound.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const cfg = cluster.config('A', { B: { url: `https://127.0.0.1:${(proxy.address() as { port: number }).port}` } }, { listen: { host: '127.0.0.1', port: 0 } });
+    const second = await KmeSite.create(cfg, { seedSource: systemSeedSource(), db: await engine.open() });
+    await second.start();
+    const atB = await cluster.sites.B!.service.store.countAll();
+    const atA = await rowCount(dbA);
+    try {
+      const socket = tlsConnect({ host: '127.0.0.1', port: second.port, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });
+      await new Promise<void>((resolve, reject) => {
+        socket.on('secureConnect', () => {
+          socket.write(`GET /api/v1/keys/B/enc_keys?number=3 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 100);
+        });
+        socket.on('error', reject);
+      });
+      // B stores the three keys (the delivery goes on), then drops them when A's cancel arrives.
+      await waitFor(async () => (await cluster.sites.B!.service.store.countAll()) === atB + 3);
+      await waitFor(async () => (await cluster.sites.B!.service.store.countAll()) === atB, 10_000);
+      expect(await rowCount(dbA)).toBe(atA);
+    } finally {
+      await second.stop();
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
+  it('orphaned: a peer keeps keys whose answer the origin may have lost only orphanKeyTtlSeconds, and only for their origin', async () => {
+    const asA = cluster.client('B', cluster.kmeCerts.A!);
+    const asC = cluster.client('B', cluster.kmeCerts.C!);
+    const [k] = await cluster.sae('A', 'a1').encKeys('B');
+    const dbB = cluster.sites.B!.service.store.db;
+    const expiresOf = async () => Number((await dbB.query<{ expires: number }>('SELECT expires FROM kme_keys WHERE key_id = $1', [k!.key_ID]))[0]!.expires);
+    const day = await expiresOf();
+    expect(day).toBeGreaterThan(Date.now() + 86_000_000);
+    expect(await asC.call('POST', '/internal/v1/keys/orphaned', { key_IDs: [k!.key_ID] })).toMatchObject({ status: 200, body: { shortened: 0 } });
+    expect(await expiresOf()).toBe(day);
+    const before = Date.now();
+    expect(await asA.call('POST', '/internal/v1/keys/orphaned', { key_IDs: [k!.key_ID] })).toMatchObject({ status: 200, body: { shortened: 1 } });
+    const soon = await expiresOf();
+    expect(soon).toBeGreaterThanOrEqual(before + 300_000);
+    expect(soon).toBeLessThanOrEqual(Date.now() + 300_000);
+    // Still retrievable meanwhile.
+    expect(await cluster.sae('B', 'b1').decKeys('A', [k!.key_ID])).toEqual([k]);
   });
 
   it('a peer that never answers: 503 after the timeout, the pending key removed and a cancel queued', async () => {
@@ -407,9 +624,10 @@ describeEachEngine('kme cluster of three sites', (engine) => {
   it('store full at the peer: 503 and nothing stored at either end', async () => {
     const a1 = cluster.sae('A', 'a1');
     const before = await rowCount(dbA, "peer = 'C'");
+    const atC = await cluster.sae('C', 'c1').status('A');
     await expectEtsiError(a1.encKeys('C', { number: 41 }), 503);
     expect(await rowCount(dbA, "peer = 'C'")).toBe(before);
-    expect((await cluster.sae('C', 'c1').status('A')).stored_key_count).toBe(before);
+    expect(await cluster.sae('C', 'c1').status('A')).toEqual(atC);
   });
 
   it('no client certificate, an expired one, or one from another CA: refused at the handshake', async () => {
@@ -521,7 +739,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     const url = await second.start();
     const client = new EtsiClient({ url, cert: cluster.saeCerts.a1!.certPem, key: cluster.saeCerts.a1!.keyPem, ca: cluster.ca.certPem });
     try {
-      const [k] = await cluster.sae('A', 'a1').encKeys('B');
+      // B's key for A, stored through the first instance, retrieved through the second.
+      const [k] = await cluster.sae('B', 'b1').encKeys('A');
       expect(await client.decKeys('B', [k!.key_ID])).toEqual([k]);
       const [k2] = await client.encKeys('B');
       expect(await cluster.sae('B', 'b1').decKeys('A', [k2!.key_ID])).toEqual([k2]);

@@ -61,6 +61,8 @@ describe('npm pack', () => {
       // the source-build fallback
       'CMakeLists.txt',
       'dist/src/index.d.ts',
+      // the quality page's static files, served as they are (src/quality-page/assets.ts)
+      ...spawnSync('git', ['ls-files', 'src/quality-page/assets'], { cwd: repoRoot, encoding: 'utf8' }).stdout.split('\n').filter(Boolean),
     ];
     expect(needed.filter((f) => !packed.has(f))).toEqual([]);
     // Every C++ source the addon is built from (all of native/ but the tests and fuzz targets).
@@ -71,7 +73,13 @@ describe('npm pack', () => {
   });
 
   it('carries nothing that does not run: no tests, fuzz targets, source maps, benchmarks or build trees', () => {
-    const unwanted = [...packed].filter((f) => /^(test|benchmarks|build|src|scripts\/(?!install-native\.cjs$)|native\/(tests|fuzz))\//.test(f) || f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts'));
+    // src/ only for the quality page's static files, which are served from there.
+    const unwanted = [...packed].filter(
+      (f) =>
+        /^(test|benchmarks|build|src\/(?!quality-page\/assets\/)|scripts\/(?!install-native\.cjs$)|native\/(tests|fuzz))/.test(f) ||
+        f.endsWith('.map') ||
+        (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    );
     expect(unwanted).toEqual([]);
   });
 });

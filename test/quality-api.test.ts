@@ -4,6 +4,7 @@
 // against the stored bytes), IMF-fixdate createdAt, UTC time strings, 503 when storage is
 // down, and the error body everywhere.
 import crypto from 'node:crypto';
+import net from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -289,6 +290,49 @@ describeEachEngine('quality APIs', (engine) => {
     const post = await fetch(`${base}/api/v1/logs`, { method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET');
+  });
+
+  it('logs no request lines unless logRequests is true (the documented default)', async () => {
+    const lines = async (logRequests: boolean | undefined) => {
+      const chunks: string[] = [];
+      const logged = await buildQualityApp({
+        store,
+        logger: { level: 'info', stream: { write: (s: string) => void chunks.push(s) } } as never,
+        ...(logRequests === undefined ? {} : { logRequests }),
+      });
+      await logged.listen({ host: '127.0.0.1', port: 0 });
+      const port = (logged.server.address() as { port: number }).port;
+      for (const p of ['/api/v1/logs', '/nope', '/api/v1/logs?num=0']) await (await fetch(`http://127.0.0.1:${port}${p}`)).text();
+      await logged.close();
+      return chunks.map((c) => (JSON.parse(c) as { msg: string }).msg);
+    };
+    const quiet = await lines(undefined);
+    expect(quiet).not.toContain('incoming request');
+    expect(quiet).not.toContain('request completed');
+    expect(await lines(false)).not.toContain('request completed');
+    expect((await lines(true)).filter((m) => m === 'request completed')).toHaveLength(3);
+  });
+
+  it('CONNECT, a request without Host and unparsable bytes get a status and the JSON error body', async () => {
+    const raw = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => socket.write(text));
+        let data = '';
+        socket.on('data', (d) => (data += d.toString('latin1')));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+    const cases: Array<[string, string, string]> = [
+      ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'HTTP/1.1 405 Method Not Allowed', 'method CONNECT not allowed: this server is not a proxy'],
+      ['GET /api/v1/logs HTTP/1.1\r\n\r\n', 'HTTP/1.1 400 Bad Request', 'request has no Host header'],
+      ['THIS IS NOT HTTP\r\n\r\n', 'HTTP/1.1 400 Bad Request', 'malformed HTTP request'],
+    ];
+    for (const [request, statusLine, message] of cases) {
+      const answer = await raw(request);
+      const [head, body] = answer.split('\r\n\r\n', 2);
+      expect(head!.split('\r\n', 1)[0], request).toBe(statusLine);
+      expect((JSON.parse(body!) as { message: string }).message).toBe(message);
+    }
   });
 
   it('a large streamed response is complete and well-formed (3 x 5,242,880 bits)', async () => {

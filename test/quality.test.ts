@@ -5,8 +5,6 @@
 //
 // Batch sizes are smaller than the default 100 x 10^6 to keep CI short, but keep the
 // statistics meaningful: 60 sequences (uniformity needs at least 55) of 10^5 bits.
-import crypto from 'node:crypto';
-
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { EntropyPool, PoolFiller } from '../src/pool/index.js';
@@ -19,32 +17,13 @@ import { formatRunReport } from '../src/quality/text-report.js';
 import { GetrandomSource } from '../src/sources/index.js';
 import type { Db } from '../src/storage/db.js';
 import { runBattery } from '../src/sts/battery.js';
+import { biasedBytes, prfBytes } from './helpers/bit-patterns.js';
 import { describeEachEngine } from './helpers/databases.js';
 
 const M = 60;
 const N = 100_000;
 const BYTES = (M * N) / 8;
 const DAY = 86_400_000;
-
-/** Deterministic good bits: SHA-256 in counter mode over a seed. */
-function prfBytes(n: number, seed: string): Buffer {
-  const out = Buffer.alloc(n);
-  for (let i = 0, off = 0; off < n; i++, off += 32) {
-    crypto.createHash('sha256').update(`${seed}:${i}`).digest().copy(out, off);
-  }
-  return out;
-}
-
-/** Each bit is 1 with probability p (independent), from the OS generator. */
-function biasedBytes(n: number, p: number): Buffer {
-  const raw = crypto.randomBytes(n * 8 * 4);
-  const out = Buffer.alloc(n);
-  const threshold = Math.round(p * 2 ** 32);
-  for (let i = 0; i < n * 8; i++) {
-    if (raw.readUInt32LE(i * 4) < threshold) out[i >> 3]! |= 0x80 >> (i & 7);
-  }
-  return out;
-}
 
 /** A maximal-length 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1): balanced, but linear. */
 function lfsrBytes(n: number, seed: number): Buffer {

@@ -14,7 +14,7 @@ const refill = (): void => {
   while (pool.room >= 1024 * 1024) pool.put(crypto.randomBytes(1024 * 1024));
 };
 refill();
-pool.onLowWater(() => setImmediate(refill));
+pool.onRefillNeeded(() => setImmediate(refill));
 const db = await openDatabase({ url: 'sqlite::memory:' });
 const store = await AccountStore.open(db, { rateLimit: { requests: 1_000_000, windowMs: 10_000 } });
 const account = await store.createAccount({ name: 'bench', allotmentBytes: null });

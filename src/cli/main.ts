@@ -3,41 +3,45 @@
 import { Command, CommanderError } from 'commander';
 
 import { versionInfo } from '../version.js';
-import { registerSts } from './commands/sts.js';
-import { registerDaemon } from './commands/daemon.js';
-import { registerFeeder } from './commands/feeder.js';
-import { registerFetch } from './commands/fetch.js';
-import { registerKme } from './commands/kme.js';
-import { registerPki } from './commands/pki.js';
-import { registerQuality } from './commands/quality.js';
-import { registerService } from './commands/service.js';
-import { registerToken } from './commands/token.js';
-import { registerVersion } from './commands/version.js';
 import { CliError } from './errors.js';
 
-export function buildProgram(): Command {
+type Register = (program: Command) => void;
+
+// Each command's module is loaded only when the command line can need it: `qentropy
+// daemon` running a feeder on a small host does not load the KME's certificate code, the
+// quality store or the account database (docs/feeder.md, "Memory"). In help order.
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  version: async () => (await import('./commands/version.js')).registerVersion,
+  token: async () => (await import('./commands/token.js')).registerToken,
+  fetch: async () => (await import('./commands/fetch.js')).registerFetch,
+  daemon: async () => (await import('./commands/daemon.js')).registerDaemon,
+  sts: async () => (await import('./commands/sts.js')).registerSts,
+  pki: async () => (await import('./commands/pki.js')).registerPki,
+  kme: async () => (await import('./commands/kme.js')).registerKme,
+  quality: async () => (await import('./commands/quality.js')).registerQuality,
+  feeder: async () => (await import('./commands/feeder.js')).registerFeeder,
+  service: async () => (await import('./commands/service.js')).registerService,
+};
+
+/**
+ * The program with every command, or, when `command` names one, with that command alone
+ * (its parsing, help and errors are the same either way).
+ */
+export async function buildProgram(command?: string): Promise<Command> {
   const program = new Command('qentropy')
     .description('qentropy: entropy service, NIST STS quality service, ETSI 014 KME and kernel/HSM feeder')
     .version(versionInfo().package, '-V, --version-number', 'print the package version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  registerVersion(program);
-  registerToken(program);
-  registerFetch(program);
-  registerDaemon(program);
-  registerSts(program);
-  registerPki(program);
-  registerKme(program);
-  registerQuality(program);
-  registerFeeder(program);
-  registerService(program);
+  const names = command !== undefined && Object.hasOwn(COMMANDS, command) ? [command] : Object.keys(COMMANDS);
+  for (const name of names) (await COMMANDS[name]!())(program);
   return program;
 }
 
 /** Runs the CLI; resolves to the process exit code. Errors are one line on stderr. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
   try {
+    const program = await buildProgram(argv[0]);
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {

@@ -1,11 +1,10 @@
 // The entropy client: speaks the spec's GET /api/v1/quantum-entropy exactly, so it works
 // against our server and the provider's. Every block is validated by the native decoder
 // (strict base64, exactly 1,024 bytes each, `size` equal to the array length).
-import { Agent, request, type Dispatcher } from 'undici';
-
 import { decodeApplianceResponse, decodeEntropyResponse } from '../native/codec.js';
 import { classifyStatus, describeStatus, EntropyClientError, parseRetryAfter } from './errors.js';
 import { RetryPolicy, sleep, type RetryPolicyOptions } from './retry.js';
+import { HttpTransport, TransportError } from './transport.js';
 
 export const BLOCK_SIZE = 1024;
 export const MAX_BLOCKS = 512;
@@ -51,8 +50,7 @@ export function entropyEndpoint(url: string): URL {
 
 export class EntropyClient {
   private readonly endpoint: URL;
-  private readonly dispatcher: Dispatcher;
-  private readonly timeoutMs: number;
+  private readonly transport: HttpTransport;
   readonly policy: RetryPolicy;
 
   constructor(private readonly options: EntropyClientOptions) {
@@ -60,17 +58,11 @@ export class EntropyClient {
     if (!/^[\x21-\x7e]+$/.test(options.token)) {
       throw new EntropyClientError('access token is empty or has characters a header cannot carry', 'fatal');
     }
-    this.timeoutMs = options.timeoutMs ?? 30_000;
     this.policy = new RetryPolicy(options.retry);
-    this.dispatcher = new Agent({
+    this.transport = new HttpTransport({
       connections: options.connections ?? 4,
-      keepAliveTimeout: 10_000,
-      headersTimeout: this.timeoutMs,
-      bodyTimeout: this.timeoutMs,
-      connect: {
-        ...(options.ca !== undefined ? { ca: options.ca } : {}),
-        minVersion: 'TLSv1.2',
-      },
+      timeoutMs: options.timeoutMs ?? 30_000,
+      ...(options.ca !== undefined ? { ca: options.ca } : {}),
     });
   }
 
@@ -86,7 +78,7 @@ export class EntropyClient {
     try {
       data = decodeEntropyResponse(body);
     } catch (err) {
-      throw new EntropyClientError(`invalid entropy response: ${(err as Error).message}`, 'transient', 200);
+      throw invalidResponse(body, err);
     }
     if (data.length !== size * BLOCK_SIZE) {
       data.fill(0);
@@ -116,7 +108,7 @@ export class EntropyClient {
     try {
       return decodeApplianceResponse(body, { blockSize, blockCount }).data;
     } catch (err) {
-      throw new EntropyClientError(`invalid entropy response: ${(err as Error).message}`, 'transient', 200);
+      throw invalidResponse(body, err);
     }
   }
 
@@ -149,44 +141,38 @@ export class EntropyClient {
     options: RequestOptions,
     json?: string,
   ): Promise<Buffer> {
-    const signals = [AbortSignal.timeout(this.timeoutMs)];
-    if (options.signal) signals.push(options.signal);
-    let response: Dispatcher.ResponseData;
+    // Body cap for a 200: base64 of the bytes (4/3, and per-block quotes) plus JSON punctuation.
+    const limit = Math.ceil(bytes / 3) * 4 + 8 * blocks + 4096;
+    let response;
     try {
-      response = await request(url, {
+      response = await this.transport.request(url, {
         method,
-        dispatcher: this.dispatcher,
         headers: {
           accept: 'application/json',
           authorization: `Bearer ${this.options.token}`,
           ...(json !== undefined ? { 'content-type': 'application/json' } : {}),
         },
         ...(json !== undefined ? { body: json } : {}),
-        signal: AbortSignal.any(signals),
+        bodyLimit: (status) => (status === 200 ? limit : 64 * 1024),
+        ...(options.signal ? { signal: options.signal } : {}),
       });
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason;
-      throw new EntropyClientError(`request to ${url.origin} failed: ${networkReason(err)}`, 'transient');
+      if (err instanceof TransportError && err.phase === 'response') {
+        throw new EntropyClientError(`reading the response failed: ${err.message}`, 'transient', err.status);
+      }
+      throw new EntropyClientError(`request to ${url.origin} failed: ${(err as Error).message}`, 'transient');
     }
-    // Body cap: base64 of the bytes (4/3, and per-block quotes) plus JSON punctuation.
-    const limit = Math.ceil(bytes / 3) * 4 + 8 * blocks + 4096;
-    let body: Buffer;
-    try {
-      body = await readLimited(response.body, response.statusCode === 200 ? limit : 64 * 1024);
-    } catch (err) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      throw new EntropyClientError(`reading the response failed: ${networkReason(err)}`, 'transient', response.statusCode);
-    }
-    if (response.statusCode !== 200) throw statusError(response, body);
-    return body;
+    if (response.statusCode !== 200) throw statusError(response.statusCode, response.headers['retry-after'], response.body);
+    return response.body;
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    this.transport.close();
   }
 }
 
-function statusError(response: Dispatcher.ResponseData, body: Buffer): EntropyClientError {
+function statusError(status: number, retryAfter: string | string[] | undefined, body: Buffer): EntropyClientError {
   let message: string | undefined;
   let details: unknown[] | undefined;
   try {
@@ -196,37 +182,24 @@ function statusError(response: Dispatcher.ResponseData, body: Buffer): EntropyCl
   } catch {
     // not our error shape: the status alone says enough
   }
-  const status = response.statusCode;
-  return new EntropyClientError(
-    describeStatus(status, message),
-    classifyStatus(status),
-    status,
-    parseRetryAfter(response.headers['retry-after']),
-    details,
-  );
+  const retryAfterMs = parseRetryAfter(retryAfter);
+  return new EntropyClientError(describeStatus(status, message, retryAfterMs), classifyStatus(status), status, retryAfterMs, details);
 }
 
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > limit) {
-      body.destroy();
-      throw new Error(`response larger than ${limit} bytes`);
-    }
-    chunks.push(chunk);
+/**
+ * The error for a 200 body the decoder refused. The decoder checks blocks as it meets
+ * them, so a body cut off after `{"random": ["AAAA", ` was reported as a 3-byte block;
+ * when the body is not JSON at all, that is what the message says. (JSON.parse runs only
+ * on this error path, never on the bodies that decode.)
+ */
+function invalidResponse(body: Buffer, err: unknown): EntropyClientError {
+  let why = (err as Error).message;
+  try {
+    JSON.parse(body.toString('utf8'));
+  } catch (parseError) {
+    why = `not valid JSON (${(parseError as Error).message}; ${body.length} bytes received)`;
   }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
-}
-
-function networkReason(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = (err as Error & { cause?: unknown }).cause;
-  const code = (err as Error & { code?: string }).code;
-  const base = err.name === 'TimeoutError' ? 'timed out' : err.message;
-  if (cause instanceof Error && cause.message && cause.message !== err.message) return `${base} (${cause.message})`;
-  return code && !base.includes(code) ? `${base} (${code})` : base;
+  return new EntropyClientError(`invalid entropy response: ${why}`, 'transient', 200);
 }
 
 /** One-shot helper: fetches `size` blocks (default 1) with the retry policy and closes. */

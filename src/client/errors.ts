@@ -25,9 +25,14 @@ export class EntropyClientError extends Error {
   }
 }
 
-/** One line per status, for people at a terminal and for logs. */
-export function describeStatus(status: number, serverMessage: string | undefined): string {
-  const said = serverMessage ? `: ${serverMessage}` : '';
+/**
+ * One line per status, for people at a terminal and for logs: what the status means and
+ * what the server said (its message, and its Retry-After when it sent one). Nothing in it
+ * is our own guess at the server's policy: another server's rate limit is not ours.
+ */
+export function describeStatus(status: number, serverMessage: string | undefined, retryAfterMs?: number): string {
+  const wait = retryAfterMs !== undefined ? ` (Retry-After: ${Math.ceil(retryAfterMs / 1000)} s)` : '';
+  const said = (serverMessage ? `: ${serverMessage}` : '') + (status === 429 || status === 503 || status === 403 ? wait : '');
   switch (status) {
     case 400:
       return `bad request (400)${said}`;
@@ -36,7 +41,7 @@ export function describeStatus(status: number, serverMessage: string | undefined
     case 403:
       return `allotment for this period used up (403)${said}`;
     case 429:
-      return `rate limit reached (429): more than 30 requests in 10 s${said}`;
+      return `rate limited by the server (429)${said}`;
     case 500:
       return `server error (500)${said}`;
     case 503:

@@ -6,6 +6,7 @@ import path from 'node:path';
 
 import { parseStorageUrl } from '../storage/db.js';
 import { ConfigError, ConfigNode } from './node.js';
+import { resolvePathsIn, type PathKeys } from './paths.js';
 import type { ConfigSection, EnvValueType } from './section.js';
 import { ROLE_SECTIONS, type EntropyConfig, type FeederConfig, type KmeConfig, type QualityConfig } from './sections/index.js';
 
@@ -39,6 +40,17 @@ export interface LoadConfigOptions {
 /** Top-level keys besides the role sections. */
 const CORE_KEYS = ['stateDir', 'storage', 'log'];
 const CORE_ENV: Record<string, EnvValueType> = { stateDir: 'string', 'storage.url': 'string', 'log.level': 'string' };
+const CORE_PATHS: PathKeys = { 'storage.url': 'storage-url' };
+
+/** Makes the relative paths of a config file absolute, against the file's folder (docs/config.md). */
+function resolveFilePaths(raw: unknown, file: string): void {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return;
+  const baseDir = path.dirname(path.resolve(file));
+  resolvePathsIn(raw, CORE_PATHS, baseDir);
+  for (const section of ROLE_SECTIONS as readonly ConfigSection<unknown>[]) {
+    if (section.paths) resolvePathsIn((raw as Record<string, unknown>)[section.key], section.paths, baseDir);
+  }
+}
 
 /** `entropy.pool.capacityBytes` -> `QENTROPY_ENTROPY_POOL_CAPACITY_BYTES`. */
 export function envNameFor(keyPath: string): string {
@@ -109,6 +121,7 @@ export function loadConfig(options: LoadConfigOptions = {}): QentropyConfig {
   const file = explicit ?? DEFAULT_CONFIG_FILE;
   const raw = readConfigFile(file, explicit !== undefined);
   const usedFile = explicit !== undefined || fs.existsSync(file) ? file : undefined;
+  if (usedFile !== undefined) resolveFilePaths(raw, usedFile);
   return resolveConfig(raw, { env, overrides: options.overrides ?? {}, file: usedFile });
 }
 

@@ -1,6 +1,7 @@
 // What a role's config section provides. Each role owns one file in ./sections and the
 // core (./load.ts) only lists them: adding or changing a section touches no shared file.
 import type { ConfigNode } from './node.js';
+import type { PathKeys } from './paths.js';
 
 /** How an environment variable's text becomes a config value. */
 export type EnvValueType = 'string' | 'integer' | 'number' | 'boolean';
@@ -24,6 +25,11 @@ export interface ConfigSection<T> {
    * camelCase becoming SNAKE_CASE (`pool.capacityBytes` -> ..._POOL_CAPACITY_BYTES).
    */
   readonly env?: Readonly<Record<string, EnvValueType>>;
+  /**
+   * Keys (relative to the section, dotted, `*` for every member) that hold file paths or
+   * storage URLs: relative ones in the config file resolve against the file's folder.
+   */
+  readonly paths?: PathKeys;
 }
 
 /**
@@ -32,15 +38,15 @@ export interface ConfigSection<T> {
  */
 export function sectionFromParser<T, A>(
   key: string,
-  parse: (raw: unknown, at: string) => T,
+  parse: (raw: unknown, at: string, context: SectionContext) => T,
   absent: A,
 ): ConfigSection<T | A> {
   return {
     key,
-    validate(node) {
+    validate(node, context) {
       if (!node.present) return absent;
       try {
-        return parse(node.value, node.path);
+        return parse(node.value, node.path, context);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         // The parser's message already starts with the key path.

@@ -56,8 +56,10 @@ export class Feeder {
           blockFailed: (e) => this.logger.warn(e, 'block failed a health test and was dropped'),
           disabled: (e) =>
             this.logger.error({ ...e, retryAt: new Date(e.retryAt).toISOString() }, `entropy source disabled: ${e.reason}; trying it again later`),
+          untrusted: () => this.discardBuffer(),
           stopped: (e) => this.logger.error(e, `entropy source stopped: ${e.reason}`),
           retrying: (e) => this.logger.warn(e, 'entropy source unavailable; retrying'),
+          recovered: (e) => this.logger.info(e, 'entropy source recovered'),
         }),
     );
     this.entries = options.sinks.map((sink) => ({
@@ -102,10 +104,12 @@ export class Feeder {
 
   /** Live status without sink details (cheap; used by metrics). */
   statusNow(): FeederStatus {
-    const healthFailures = { 'repetition-count': 0, 'adaptive-proportion': 0, fips140: 0 };
+    const healthFailures: FeederStatus['healthFailures'] = { 'repetition-count': 0, 'adaptive-proportion': 0, pattern: 0, fips140: 0 };
     let bytesPulled = 0;
+    let bytesPassed = 0;
     for (const s of this.sources) {
       bytesPulled += s.status.bytesPulled;
+      bytesPassed += s.status.bytesPassed;
       for (const k of Object.keys(healthFailures) as Array<keyof typeof healthFailures>) healthFailures[k] += s.status.failures[k];
     }
     return {
@@ -119,10 +123,12 @@ export class Feeder {
         lowWater: this.buffer.lowWater,
         locked: this.buffer.lock.locked,
         ...(this.buffer.lock.reason ? { lockReason: this.buffer.lock.reason } : {}),
+        bytesDiscarded: this.bufferBytesDiscarded,
       },
       bytesPulled,
+      bytesPassed,
       healthFailures,
-      sources: this.sources.map((s) => ({ ...s.status, failures: { ...s.status.failures } })),
+      sources: this.sources.map((s) => ({ ...s.status, bytesDropped: { ...s.status.bytesDropped }, failures: { ...s.status.failures } })),
       sinks: this.entries.map((e) => ({ ...e.status })),
     };
   }
@@ -139,6 +145,20 @@ export class Feeder {
     );
     return status;
   }
+
+  /**
+   * A source was found not random: what it put in the buffer earlier passed the tests one
+   * block at a time but came from the same deterministic stream. The buffer does not
+   * know which source each byte came from, so it is emptied (zeroed) entirely.
+   */
+  private discardBuffer(): void {
+    const level = this.buffer.level;
+    if (level === 0) return;
+    this.bufferBytesDiscarded += level;
+    this.buffer.clear();
+    this.logger.warn({ bytes: level }, 'buffer emptied: it held bytes from a source found not random');
+  }
+  private bufferBytesDiscarded = 0;
 
   private get signal(): AbortSignal {
     return this.abort.signal;

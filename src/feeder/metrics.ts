@@ -38,11 +38,17 @@ export function createFeederMetrics(status: () => FeederStatus, options: { proce
   counter('qentropy_feeder_bytes_pulled_total', 'Bytes received from entropy APIs (before health tests)', ['source'], (s, set) => {
     for (const src of s.sources) set({ source: src.url }, src.bytesPulled);
   });
-  counter('qentropy_feeder_blocks_passed_total', '1,024-byte blocks that passed the SP 800-90B health tests', ['source'], (s, set) => {
-    for (const src of s.sources) set({ source: src.url }, src.blocksPassed);
+  counter('qentropy_feeder_bytes_passed_total', 'Bytes that passed every health test and went to the buffer', ['source'], (s, set) => {
+    for (const src of s.sources) set({ source: src.url }, src.bytesPassed);
   });
-  counter('qentropy_feeder_health_failures_total', 'Blocks dropped because a health test failed, by test', ['source', 'test'], (s, set) => {
+  counter('qentropy_feeder_bytes_dropped_total', 'Pulled bytes not used, by reason (the test that failed them, startup, not-random, out-of-service)', ['source', 'reason'], (s, set) => {
+    for (const src of s.sources) for (const [reason, n] of Object.entries(src.bytesDropped)) set({ source: src.url, reason }, n);
+  });
+  counter('qentropy_feeder_health_failures_total', 'Failed test verdicts by test (1,024-byte blocks; FIPS 140-2: 2,500-byte blocks)', ['source', 'test'], (s, set) => {
     for (const src of s.sources) for (const [test, n] of Object.entries(src.failures)) set({ source: src.url, test }, n);
+  });
+  counter('qentropy_feeder_buffer_bytes_discarded_total', 'Bytes zeroed out of the buffer because a source found not random had filled it', [], (s, set) => {
+    set({}, s.buffer.bytesDiscarded);
   });
   gauge('qentropy_feeder_source_state', 'State of each entropy source (1 for the current state)', ['source', 'state'], (s, set) => {
     for (const src of s.sources) for (const state of SOURCE_STATES) set({ source: src.url, state }, src.state === state ? 1 : 0);

@@ -1,9 +1,13 @@
 // One upstream entropy API as the feeder sees it: the client (strict decoding, retry
-// policy) plus the health tests every block must pass before it may reach the buffer.
-// A source stops for good on 400/401 (until a reload), and is disabled for a while when
-// its blocks keep failing the health tests.
+// policy) plus the tests every block must pass before it may reach the buffer: SP 800-90B
+// RCT/APT and the pattern check on every 1,024-byte block, then optionally FIPS 140-2 on
+// 2,500-byte blocks. A source stops for good on 400/401 (until a reload), and is taken out
+// of service for a while when its blocks keep failing, or fail far more often than a
+// random source's would (docs/feeder.md, "Health tests").
 import { BLOCK_SIZE, EntropyClient, EntropyClientError } from '../client/index.js';
 import { FIPS140_BLOCK_BYTES, Fips140Tester, HealthTester } from '../native/health.js';
+import { PatternTester } from '../native/pattern.js';
+import { FailureWindow } from './failure-window.js';
 
 export interface FeederSourceOptions {
   url: string;
@@ -25,16 +29,38 @@ export interface FeederSourceOptions {
 
 export type SourceState = 'active' | 'retrying' | 'disabled' | 'stopped';
 
+/** The tests a block can fail, each counted on its own. */
+export type HealthTestName = 'repetition-count' | 'adaptive-proportion' | 'pattern' | 'fips140';
+
+/**
+ * Why pulled bytes were not used. Every pulled byte is either passed to the buffer,
+ * dropped for exactly one of these reasons, or still waiting for a whole FIPS block:
+ * bytesPulled = bytesPassed + sum(bytesDropped) + bytesAwaitingFips.
+ */
+export type DropReason =
+  | HealthTestName
+  /** Start-up: the first blocks after a start or a return to service are tested, never used. */
+  | 'startup'
+  /**
+   * Blocks that passed every test, dropped because the source was taken out of service as
+   * not random in the same pull (or while they waited for a whole FIPS block).
+   */
+  | 'not-random'
+  /** The rest of a response, untested, after the source was taken out of service in it. */
+  | 'out-of-service';
+
 export interface SourceStatus {
   url: string;
   state: SourceState;
   bytesPulled: number;
-  blocksPassed: number;
-  blocksFailed: number;
-  /** Blocks not used while the start-up tests run (after a start or a failure). */
-  blocksStartup: number;
-  fipsBlocksFailed: number;
-  failures: { 'repetition-count': number; 'adaptive-proportion': number; fips140: number };
+  /** Bytes that passed every test and went to the buffer. */
+  bytesPassed: number;
+  bytesDropped: Record<DropReason, number>;
+  /** Bytes that passed SP 800-90B and the pattern check, waiting for a whole FIPS block. */
+  bytesAwaitingFips: number;
+  /** Test verdicts that failed, by test: 1,024-byte blocks (FIPS 140-2: 2,500-byte blocks). */
+  failures: Record<HealthTestName, number>;
+  /** The last problem; cleared once the source delivers again. */
   lastError?: string;
   /** Unix ms when a disabled source is tried again. */
   retryAt?: number;
@@ -43,21 +69,32 @@ export interface SourceStatus {
 export interface SourceEvents {
   blockFailed(info: { source: string; test: string; detail: string }): void;
   disabled(info: { source: string; reason: string; retryAt: number }): void;
+  /** The source was judged not random: what it delivered must not be used. */
+  untrusted(info: { source: string; reason: string }): void;
   stopped(info: { source: string; reason: string }): void;
   retrying(info: { source: string; error: string; delayMs: number }): void;
+  /** The source delivers again after an error (`after` is what was wrong). */
+  recovered(info: { source: string; after: string }): void;
 }
 
 /** The blocks of one pull that passed every test, concatenated (the caller zeroes it). */
 export type Passed = Buffer;
 
+/** Verdicts remembered per test for the failure-rate rule, and the failures that trip it. */
+export const FAILURE_WINDOW = 128;
+export const FAILURE_WINDOW_LIMIT = 8;
+
 export class FeederSource {
   readonly url: string;
   private readonly client: EntropyClient;
   private readonly tester: HealthTester;
+  private readonly pattern = new PatternTester();
   private readonly fips: Fips140Tester | undefined;
-  /** 90B-passed bytes waiting for a whole FIPS block. */
+  /** Bytes that passed the per-block tests, waiting for a whole FIPS block. */
   private fipsStage = Buffer.alloc(0);
   private failedInARow = 0;
+  private readonly sp800_90bRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
+  private readonly fipsRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
   readonly status: SourceStatus;
 
   constructor(
@@ -82,11 +119,10 @@ export class FeederSource {
       url: options.url,
       state: 'active',
       bytesPulled: 0,
-      blocksPassed: 0,
-      blocksFailed: 0,
-      blocksStartup: 0,
-      fipsBlocksFailed: 0,
-      failures: { 'repetition-count': 0, 'adaptive-proportion': 0, fips140: 0 },
+      bytesPassed: 0,
+      bytesDropped: { 'repetition-count': 0, 'adaptive-proportion': 0, pattern: 0, fips140: 0, startup: 0, 'not-random': 0, 'out-of-service': 0 },
+      bytesAwaitingFips: 0,
+      failures: { 'repetition-count': 0, 'adaptive-proportion': 0, pattern: 0, fips140: 0 },
     };
   }
 
@@ -95,11 +131,14 @@ export class FeederSource {
     if (this.status.state === 'stopped') return false;
     if (this.status.state === 'disabled') {
       if ((this.status.retryAt ?? 0) > now) return false;
-      // Back in service: start-up tests run again on its first bytes.
+      // Back in service: every test starts afresh, start-up tests run on its first bytes.
       this.status.state = 'active';
       delete this.status.retryAt;
       this.failedInARow = 0;
       this.tester.reset();
+      this.pattern.reset();
+      this.sp800_90bRate.reset();
+      this.fipsRate.reset();
     }
     return true;
   }
@@ -126,41 +165,82 @@ export class FeederSource {
       }
       throw err;
     }
+    if (this.status.state === 'retrying' && this.status.lastError !== undefined) {
+      // Answering again: the old error is history, and the log says so once.
+      this.events.recovered({ source: this.url, after: this.status.lastError });
+      delete this.status.lastError;
+    }
     this.status.state = 'active';
     this.status.bytesPulled += data.length;
     const passed: Buffer[] = [];
     try {
       for (let off = 0; off < data.length; off += BLOCK_SIZE) {
         const block = data.subarray(off, off + BLOCK_SIZE);
-        const verdict = this.tester.feed(block);
-        if (!verdict.passed) {
-          this.status.blocksFailed += 1;
-          const test = verdict.firstFailure?.test ?? 'repetition-count';
-          this.status.failures[test] += Math.max(1, verdict.failures);
-          this.events.blockFailed({ source: this.url, test, detail: verdict.firstFailure?.message ?? 'failed' });
-          block.fill(0);
-          if (++this.failedInARow >= this.options.failureLimit) {
-            this.disable(`${this.failedInARow} blocks in a row failed the SP 800-90B health tests (last: ${verdict.firstFailure?.message ?? test})`);
-            break;
-          }
+        const reason = this.testBlock(block);
+        if (reason === undefined) {
+          passed.push(Buffer.from(block));
           continue;
         }
-        this.failedInARow = 0;
-        if (!verdict.ready) {
-          // Start-up: these samples only prove the source works; they are not used.
-          this.status.blocksStartup += 1;
-          block.fill(0);
-          continue;
+        this.status.bytesDropped[reason] += block.length;
+        if (this.outOfService) {
+          // Out of service: the rest of this response is not tested and not used.
+          this.status.bytesDropped['out-of-service'] += data.length - off - BLOCK_SIZE;
+          break;
         }
-        this.status.blocksPassed += 1;
-        passed.push(Buffer.from(block));
       }
     } finally {
       data.fill(0);
     }
     const out = Buffer.concat(passed);
     for (const b of passed) b.fill(0);
-    return this.fips ? this.fipsFilter(out) : out;
+    if (this.untrusted) return this.distrust(out);
+    const result = this.fips ? this.fipsFilter(out) : out;
+    if (this.untrusted) return this.distrust(result);
+    this.status.bytesPassed += result.length;
+    // Back in service after a disable period, and its bytes pass again: the reason it was
+    // disabled is history.
+    if (result.length > 0 && this.status.state === 'active') delete this.status.lastError;
+    return result;
+  }
+
+  private get outOfService(): boolean {
+    return this.status.state === 'disabled';
+  }
+
+  /** Set when the source was found not random during the pull in progress. */
+  private untrusted = false;
+
+  /** Runs one 1,024-byte block through SP 800-90B and the pattern check; why it is dropped, if it is. */
+  private testBlock(block: Buffer): DropReason | undefined {
+    // Both testers see every block, in stream order: their state spans blocks.
+    const verdict = this.tester.feed(block);
+    const pattern = this.pattern.testBlock(block);
+    if (!verdict.passed) {
+      const test = verdict.firstFailure?.test ?? 'repetition-count';
+      this.fail(test, verdict.firstFailure?.message ?? 'failed');
+      const limitReached = this.sp800_90bRate.record(true);
+      if (++this.failedInARow >= this.options.failureLimit) {
+        this.disable(`${this.failedInARow} blocks in a row failed the SP 800-90B health tests (last: ${verdict.firstFailure?.message ?? test})`);
+      } else if (limitReached) {
+        this.notRandom(
+          `${this.sp800_90bRate.failures} of its last ${this.sp800_90bRate.count} 1,024-byte blocks failed the SP 800-90B health tests ` +
+            '(a random source fails about 1 in 25,000, and 1 in 1,000 at most by design)',
+        );
+      }
+      return test;
+    }
+    this.sp800_90bRate.record(false);
+    this.failedInARow = 0;
+    if (!pattern.passed) {
+      // The pattern check has no false alarms to speak of (below 2^-60 a block): one
+      // failure shows the source is deterministic.
+      this.fail('pattern', pattern.message);
+      this.notRandom(pattern.message);
+      return 'pattern';
+    }
+    // Start-up: these samples only prove the source works; they are not used.
+    if (!verdict.ready) return 'startup';
+    return undefined;
   }
 
   /** Runs the FIPS 140-2 tests on whole 2,500-byte blocks; the rest waits for the next pull. */
@@ -170,22 +250,58 @@ export class FeederSource {
     fresh.fill(0);
     const whole = staged.length - (staged.length % FIPS140_BLOCK_BYTES);
     const out: Buffer[] = [];
-    for (let off = 0; off < whole; off += FIPS140_BLOCK_BYTES) {
+    let off = 0;
+    for (; off < whole; off += FIPS140_BLOCK_BYTES) {
       const block = staged.subarray(off, off + FIPS140_BLOCK_BYTES);
       const report = this.fips!.testBlock(block);
+      const limitReached = this.fipsRate.record(!report.passed);
       if (report.passed) {
         out.push(Buffer.from(block));
-      } else {
-        this.status.fipsBlocksFailed += 1;
-        this.status.failures.fips140 += 1;
-        this.events.blockFailed({ source: this.url, test: 'fips140', detail: report.message });
+        continue;
+      }
+      this.status.bytesDropped.fips140 += FIPS140_BLOCK_BYTES;
+      this.fail('fips140', report.message);
+      if (limitReached) {
+        this.notRandom(
+          `${this.fipsRate.failures} of its last ${this.fipsRate.count} 2,500-byte blocks failed the FIPS 140-2 tests ` +
+            '(a random source fails about 1 in 1,250)',
+        );
+        off += FIPS140_BLOCK_BYTES;
+        break;
       }
     }
-    this.fipsStage = Buffer.from(staged.subarray(whole));
+    // What was not tested (a partial block, or the rest after the source was found not
+    // random) waits for the next pull; distrust() drops it.
+    this.fipsStage = Buffer.from(staged.subarray(off));
+    this.status.bytesAwaitingFips = this.fipsStage.length;
     staged.fill(0);
     const result = Buffer.concat(out);
     for (const b of out) b.fill(0);
     return result;
+  }
+
+  private fail(test: HealthTestName, detail: string): void {
+    this.status.failures[test] += 1;
+    this.events.blockFailed({ source: this.url, test, detail });
+  }
+
+  /** Takes the source out of service as not random: nothing it delivered may be used. */
+  private notRandom(why: string): void {
+    this.untrusted = true;
+    const reason = `not random: ${why}`;
+    this.disable(reason);
+    this.events.untrusted({ source: this.url, reason });
+  }
+
+  /** Drops what this pull passed and what waits for a FIPS block (the source was found not random). */
+  private distrust(result: Buffer): Buffer {
+    this.untrusted = false;
+    this.status.bytesDropped['not-random'] += result.length + this.fipsStage.length;
+    result.fill(0);
+    this.fipsStage.fill(0);
+    this.fipsStage = Buffer.alloc(0);
+    this.status.bytesAwaitingFips = 0;
+    return Buffer.alloc(0);
   }
 
   private disable(reason: string): void {

@@ -1,6 +1,6 @@
 // The feeder's state as `qentropy feeder status` and /metrics show it.
 import type { SinkKind } from './sinks/types.js';
-import type { SourceStatus } from './source.js';
+import type { HealthTestName, SourceStatus } from './source.js';
 
 export type SinkState =
   /** Not opened yet, or waiting to retry opening. */
@@ -37,9 +37,20 @@ export interface FeederStatus {
   startedAt: number;
   updatedAt: number;
   running: boolean;
-  buffer: { level: number; capacity: number; lowWater: number; locked: boolean; lockReason?: string };
+  buffer: {
+    level: number;
+    capacity: number;
+    lowWater: number;
+    locked: boolean;
+    lockReason?: string;
+    /** Bytes zeroed out of the buffer because a source that had filled it was found not random. */
+    bytesDiscarded: number;
+  };
   bytesPulled: number;
-  healthFailures: { 'repetition-count': number; 'adaptive-proportion': number; fips140: number };
+  /** Bytes that passed every test and went to the buffer, all sources. */
+  bytesPassed: number;
+  /** Failed test verdicts, all sources, by test. */
+  healthFailures: Record<HealthTestName, number>;
   sources: SourceStatus[];
   sinks: SinkStatus[];
 }

@@ -6,6 +6,11 @@
 // unrelated key. The PSK is optional and per link; the suite names whether it was used and
 // which PSK (by fingerprint), so two sites that disagree fail loudly instead of silently
 // deriving different keys.
+//
+// A key multicast to SAEs at a further site S (additional_slave_SAE_IDs) is the key of the
+// first link; S gets its own fresh seed and `wrap` = key ⊕ HKDF(seed_S ‖ PSK_AS, info(key_ID,
+// size, origin, S)), so the key stays as strong as the A–S link (a one-time pad from S's
+// link secret) and S recovers it as wrap ⊕ its own derivation (wrapForSite).
 import { createHmac } from 'node:crypto';
 
 export const SEED_BYTES = 32;
@@ -14,6 +19,11 @@ export const MAX_DERIVABLE_BITS = 255 * 32 * 8;
 
 export const SUITE_TLS_ONLY = 'hkdf-sha256';
 export const SUITE_PSK_PREFIX = 'hkdf-sha256+psk:';
+/**
+ * Appended to the link's suite for a wrapped (multicast) key, so a peer that does not know
+ * wrapping refuses the delivery (a suite mismatch) instead of storing the unwrapped pad.
+ */
+export const SUITE_WRAPPED_SUFFIX = '+wrap';
 
 export interface KeyMetadata {
   keyId: string;
@@ -49,6 +59,14 @@ export function deriveKey(seed: Buffer, psk: Buffer | undefined, meta: KeyMetada
   const key = hkdfSha256(ikm, hkdfInfo(meta), meta.size / 8);
   if (psk) ikm.fill(0);
   return key;
+}
+
+/** key ⊕ pad (equal lengths): wraps a key for a further site, and unwraps it there. */
+export function wrapForSite(key: Buffer, pad: Buffer): Buffer {
+  if (key.length !== pad.length) throw new RangeError('a wrapped key and its pad differ in length');
+  const out = Buffer.allocUnsafe(key.length);
+  for (let i = 0; i < key.length; i++) out[i] = key[i]! ^ pad[i]!;
+  return out;
 }
 
 const ZERO_SALT = Buffer.alloc(32);

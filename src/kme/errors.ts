@@ -1,6 +1,13 @@
 // ETSI GS QKD 014 error semantics: 400 (bad request), 401 (unauthorised), 503 (server side,
 // here: peer unreachable, store full, no entropy), with the body {"message", "details"}.
 
+/** The error messages §6 of ETSI GS QKD 014 fixes, sent word for word. */
+export const ETSI_MESSAGES = {
+  sizeNotMultipleOf8: 'size shall be a multiple of 8',
+  keysNotFound: 'one or more keys specified are not found on KME',
+  mandatoryExtensionUnsupported: 'not all extension_mandatory parameters are supported',
+} as const;
+
 export type EtsiStatus = 400 | 401 | 404 | 409 | 503;
 
 export class EtsiError extends Error {

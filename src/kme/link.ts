@@ -10,7 +10,7 @@ import { unavailable } from './errors.js';
 import type { GroupCommit } from './group-commit.js';
 import type { NoticeSender } from './notices.js';
 import { PeerCallError, type PeerClient } from './peer-client.js';
-import { ACTIVE, type KeyRow, type KeyStore } from './store.js';
+import { ANSWERING, type KeyRow, type KeyStore } from './store.js';
 
 /** One key's metadata as it crosses the link (never the key itself). */
 export interface WireKey {
@@ -25,6 +25,8 @@ export interface WireKey {
   master_SAE_ID: string;
   /** Empty: any SAE of the peer site may retrieve the key (once). */
   slave_SAE_IDs: string[];
+  /** A key multicast to this site as a further one: key ⊕ this site's derivation, base64 (derive.ts). */
+  wrap?: string;
 }
 
 export interface DeliverReply {
@@ -120,10 +122,11 @@ export class LinkSender {
       return;
     }
 
-    // Phase 3: active here; only now do the callers get their keys.
+    // Phase 3: the peer holds them; only now do the callers get their keys. ANSWERING until
+    // the answer has left (KmeService settles them then, or maintenance after a crash).
     delivered();
     try {
-      await this.writes.run((tx) => this.store.setState(tx, ids, ACTIVE));
+      await this.writes.run((tx) => this.store.setState(tx, ids, ANSWERING));
     } catch (err) {
       this.log.error({ err: (err as Error).message, peer: this.peer.peerId }, 'kme: activating keys failed');
       await this.abandon(ids, true);
@@ -133,17 +136,28 @@ export class LinkSender {
     batch.forEach((i) => i.resolve());
   }
 
-  /** Deletes the pending keys here and, when the peer may hold them, tells it to drop them. */
-  private async abandon(ids: string[], maybeDelivered: boolean): Promise<void> {
-    try {
-      await this.writes.run(async (tx) => {
-        await this.store.deleteKeys(tx, ids);
-        if (maybeDelivered) await this.notices.enqueue(tx, this.peer.peerId, 'cancel', ids);
-      });
-    } catch (err) {
-      // Maintenance removes stale pending keys and cancels them later.
-      this.log.error({ err: (err as Error).message }, 'kme: could not remove undelivered keys now');
-    }
-    if (maybeDelivered) this.notices.kick(this.peer.peerId);
+  private abandon(ids: string[], maybeDelivered: boolean): Promise<void> {
+    return abandonDelivery({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, ids, maybeDelivered ? [this.peer.peerId] : []);
   }
+}
+
+export interface DeliveryContext {
+  writes: GroupCommit;
+  store: KeyStore;
+  notices: NoticeSender;
+  log: Logger;
+}
+
+/** Deletes undelivered keys here and tells the sites that may hold them to drop them. */
+export async function abandonDelivery(ctx: DeliveryContext, ids: string[], maybeHeldBy: readonly string[]): Promise<void> {
+  try {
+    await ctx.writes.run(async (tx) => {
+      await ctx.store.deleteKeys(tx, ids);
+      for (const site of maybeHeldBy) await ctx.notices.enqueue(tx, site, 'cancel', ids);
+    });
+  } catch (err) {
+    // Maintenance removes stale pending keys and cancels them later.
+    ctx.log.error({ err: (err as Error).message }, 'kme: could not remove undelivered keys now');
+  }
+  for (const site of maybeHeldBy) ctx.notices.kick(site);
 }

@@ -1,5 +1,6 @@
 // Notices from this KME to a peer that must not be lost: "cancel these deliveries" (the
-// origin gave up on them) and "these keys were retrieved" (the origin may drop its copy).
+// origin gave up on them), "these answers may never have reached a client" (orphaned: the
+// peer keeps them only briefly) and "these keys were retrieved" (the origin may drop its copy).
 // They are written to the outbox in the same transaction as the change they report, then
 // sent in batches; failures are retried by maintenance until the notice expires.
 import type { Queryable } from '../storage/db.js';
@@ -12,6 +13,7 @@ const NOTICE_GATHER_MS = 25;
 const PATHS: Record<OutboxKind, string> = {
   cancel: '/internal/v1/keys/cancel',
   retrieved: '/internal/v1/keys/retrieved',
+  orphaned: '/internal/v1/keys/orphaned',
 };
 
 export class NoticeSender {
@@ -60,7 +62,7 @@ export class NoticeSender {
     for (;;) {
       const entries = await this.store.outbox(peer, 500).catch(() => []);
       if (entries.length === 0) return;
-      for (const kind of ['cancel', 'retrieved'] as const) {
+      for (const kind of ['cancel', 'orphaned', 'retrieved'] as const) {
         const mine = entries.filter((e) => e.kind === kind);
         if (mine.length === 0) continue;
         try {

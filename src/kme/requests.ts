@@ -1,8 +1,9 @@
 // Parsing and validating ETSI GS QKD 014 requests. Anything not understood is a 400 with
 // the reason in `details`, and nothing is stored: unknown fields, sizes that are not whole
 // bytes, counts above the limits, duplicate key IDs, mandatory extensions we do not support.
+// Where §6 of the spec fixes an error message, that message is used (ETSI_MESSAGES).
 import { isValidId } from '../pki/identity.js';
-import { badRequest } from './errors.js';
+import { badRequest, ETSI_MESSAGES } from './errors.js';
 
 export interface Limits {
   keySize: number;
@@ -16,6 +17,12 @@ export interface EncKeysRequest {
   number: number;
   size: number;
   additionalSlaveSaeIds: string[];
+}
+
+/** One key a dec_keys request asks for; `master` when the item names its master SAE. */
+export interface KeyIdItem {
+  keyId: string;
+  master?: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -44,7 +51,7 @@ function checkNumber(n: unknown, limits: Limits): number {
 
 function checkSize(s: unknown, limits: Limits): number {
   if (typeof s !== 'number' || !Number.isInteger(s)) throw badRequest('size must be an integer number of bits', [{ field: 'size' }]);
-  if (s % 8 !== 0) throw badRequest('size must be a multiple of 8 bits', [{ field: 'size', size: s }]);
+  if (s % 8 !== 0) throw badRequest(ETSI_MESSAGES.sizeNotMultipleOf8, [{ field: 'size', size: s }]);
   if (s < limits.minKeySize || s > limits.maxKeySize) {
     throw badRequest(`size must be from ${limits.minKeySize} to ${limits.maxKeySize} bits`, [
       { field: 'size', min_key_size: limits.minKeySize, max_key_size: limits.maxKeySize },
@@ -93,47 +100,63 @@ export function parseEncKeysBody(body: unknown, limits: Limits): EncKeysRequest 
   const names = mandatory.flatMap((ext) => Object.keys(ext));
   if (names.length > 0) {
     // ETSI 014: a KME that does not support a mandatory extension refuses the request.
-    throw badRequest('not all mandatory extensions are supported', names.map((name) => ({ extension: name, problem: 'unsupported' })));
+    throw badRequest(ETSI_MESSAGES.mandatoryExtensionUnsupported, names.map((name) => ({ extension_mandatory_unsupported: `${name} is not supported` })));
   }
   return { number, size, additionalSlaveSaeIds: extra };
 }
 
-function checkKeyIds(ids: string[], limits: Limits): string[] {
-  if (ids.length === 0) throw badRequest('no key_ID given', [{ field: 'key_IDs' }]);
-  if (ids.length > limits.maxKeyPerRequest) {
+function checkKeyIds(items: KeyIdItem[], limits: Limits): KeyIdItem[] {
+  if (items.length === 0) throw badRequest('no key_ID given', [{ field: 'key_IDs' }]);
+  if (items.length > limits.maxKeyPerRequest) {
     throw badRequest(`at most ${limits.maxKeyPerRequest} key_IDs per request`, [{ field: 'key_IDs', max_key_per_request: limits.maxKeyPerRequest }]);
   }
   const seen = new Set<string>();
   const dups = new Set<string>();
-  for (const id of ids) {
-    const norm = id.toLowerCase();
-    if (seen.has(norm)) dups.add(id);
+  for (const { keyId } of items) {
+    const norm = keyId.toLowerCase();
+    if (seen.has(norm)) dups.add(keyId);
     seen.add(norm);
   }
   if (dups.size > 0) throw badRequest('duplicate key_ID in the request', [...dups].map((key_ID) => ({ key_ID, problem: 'duplicate' })));
-  return ids.map((id) => id.toLowerCase());
+  return items.map((item) => ({ ...item, keyId: item.keyId.toLowerCase() }));
 }
 
-export function parseDecKeysQuery(query: Record<string, unknown>, limits: Limits): string[] {
+export function parseDecKeysQuery(query: Record<string, unknown>, limits: Limits): KeyIdItem[] {
   unknownFields(query, ['key_ID'], 'the query');
   const v = query.key_ID;
   if (Array.isArray(v)) throw badRequest('key_ID is given more than once (use POST for several keys)', [{ field: 'key_ID' }]);
   if (v === undefined) throw badRequest('key_ID is required', [{ field: 'key_ID' }]);
   if (!isKeyId(v)) throw badRequest('key_ID is not a key ID', [{ key_ID: String(v), problem: 'not a UUID' }]);
-  return checkKeyIds([v], limits);
+  return checkKeyIds([{ keyId: v }], limits);
 }
 
-export function parseDecKeysBody(body: unknown, limits: Limits): string[] {
+function checkExtension(value: unknown, field: string): void {
+  if (value !== undefined && !isPlainObject(value)) throw badRequest(`${field} must be a JSON object`, [{ field }]);
+}
+
+/**
+ * `{"key_IDs": [{"key_ID": ..., "key_ID_extension"?: {...}}], "key_IDs_extension"?: {...}}`
+ * (§6.4 Table 12). The extensions are "for future use": accepted and ignored. An item may
+ * carry other members (the OpenAPI description allows them; the QURSA C wrapper's QuKayDee
+ * mode sends `master_SAE_ID` in every item): they are ignored too, except `master_SAE_ID`,
+ * which must then name the key's master SAE (checked by the service).
+ */
+export function parseDecKeysBody(body: unknown, limits: Limits): KeyIdItem[] {
   if (!isPlainObject(body)) throw badRequest('the request body must be a JSON object {"key_IDs": [{"key_ID": ...}]}');
-  unknownFields(body, ['key_IDs'], 'the request');
+  unknownFields(body, ['key_IDs', 'key_IDs_extension'], 'the request');
+  checkExtension(body.key_IDs_extension, 'key_IDs_extension');
   const list = body.key_IDs;
   if (!Array.isArray(list)) throw badRequest('key_IDs must be an array of {"key_ID": ...}', [{ field: 'key_IDs' }]);
-  const ids: string[] = [];
+  const items: KeyIdItem[] = [];
   for (const item of list) {
     if (!isPlainObject(item)) throw badRequest('each key_IDs entry must be an object {"key_ID": ...}', [{ field: 'key_IDs' }]);
-    unknownFields(item, ['key_ID', 'key_ID_extension'], 'a key_IDs entry');
     if (!isKeyId(item.key_ID)) throw badRequest('key_ID is not a key ID', [{ key_ID: String(item.key_ID), problem: 'not a UUID' }]);
-    ids.push(item.key_ID);
+    checkExtension(item.key_ID_extension, 'key_ID_extension');
+    const master = item.master_SAE_ID;
+    if (master !== undefined && (typeof master !== 'string' || !isValidId(master))) {
+      throw badRequest('master_SAE_ID in a key_IDs entry must be an SAE ID', [{ key_ID: item.key_ID, field: 'master_SAE_ID' }]);
+    }
+    items.push({ keyId: item.key_ID, ...(master !== undefined ? { master } : {}) });
   }
-  return checkKeyIds(ids, limits);
+  return checkKeyIds(items, limits);
 }

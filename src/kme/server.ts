@@ -2,7 +2,7 @@
 // required and verified against the cluster CA at the handshake (no certificate, an
 // expired one or one from another CA never gets an HTTP response). Routes:
 //   ETSI GS QKD 014 (SAE certificates):  /api/v1/keys/{id}/status|enc_keys|dec_keys
-//   inter-KME (KME certificates only):  /internal/v1/keys/deliver|cancel|retrieved
+//   inter-KME (KME certificates only):  /internal/v1/keys/deliver|cancel|retrieved|orphaned
 import type { TLSSocket } from 'node:tls';
 
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -10,7 +10,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { identityFromCertificate, type CertIdentity } from '../pki/identity.js';
 import { badRequest, EtsiError, unauthorized } from './errors.js';
 import { parseDecKeysBody, parseDecKeysQuery, parseEncKeysBody, parseEncKeysQuery } from './requests.js';
-import type { KmeService } from './service.js';
+import type { IssuedKeys, KmeService } from './service.js';
 
 export interface KmeServerTls {
   cert: string | Buffer;
@@ -59,13 +59,22 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     return503OnClosing: true,
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
 
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _request, reply) => {
+  // ETSI clients send `Content-Type: application/json` on every request, with or without a
+  // body (the QURSA C wrapper on its GETs; a POST enc_keys with no options may have an empty
+  // body): an empty JSON body is "no body", not an error.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).trim().length === 0) return done(null, undefined);
+    return parseJson(request, body as string, done);
+  });
+
+  app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
     if (err instanceof EtsiError) return reply.code(err.status).send(err.body());
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Framework-level refusals (malformed JSON, wrong content type, body too large) are
-      // "bad request format" in ETSI's terms.
-      return reply.code(400).send({ message: `bad request: ${err.message}`, details: err.code ? [{ code: err.code }] : [] });
+      // "bad request format" in ETSI's terms; the framework's internal codes stay inside.
+      return reply.code(400).send({ message: `bad request: ${err.message}`, details: [] });
     }
     reply.log.error({ err: err.message }, 'kme: internal error');
     return reply.code(status >= 500 && status < 600 ? status : 500).send({ message: 'internal error', details: [] });
@@ -80,10 +89,19 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     return send(reply, await service.status(callerOf(request), request.params.id));
   });
 
+  /** Sends new keys and tells the service whether the answer left whole (docs/kme.md, "What a crash of the origin can cost"). */
+  const sendIssued = (reply: FastifyReply, issued: IssuedKeys): FastifyReply => {
+    const res = reply.raw;
+    // A client that hung up while its keys were being made never gets them.
+    if (res.destroyed || !res.socket || res.socket.destroyed) issued.settle(false);
+    else res.once('close', () => issued.settle(res.writableFinished));
+    return send(reply, issued.container);
+  };
+
   app.get<{ Params: Params }>('/api/v1/keys/:id/enc_keys', async (request, reply) => {
     const caller = callerOf(request);
     const req = parseEncKeysQuery(request.query as Record<string, unknown>, service.limits);
-    return send(reply, await service.encKeys(caller, request.params.id, req));
+    return sendIssued(reply, await service.encKeys(caller, request.params.id, req));
   });
 
   app.post<{ Params: Params }>('/api/v1/keys/:id/enc_keys', async (request, reply) => {
@@ -91,24 +109,25 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     const query = Object.keys(request.query as object);
     if (query.length > 0) throw badRequest(`POST enc_keys takes its parameters in the body, not the query (${query.join(', ')})`);
     const req = parseEncKeysBody(request.body, service.limits);
-    return send(reply, await service.encKeys(caller, request.params.id, req));
+    return sendIssued(reply, await service.encKeys(caller, request.params.id, req));
   });
 
   app.get<{ Params: Params }>('/api/v1/keys/:id/dec_keys', async (request, reply) => {
     const caller = callerOf(request);
-    const ids = parseDecKeysQuery(request.query as Record<string, unknown>, service.limits);
-    return send(reply, await service.decKeys(caller, request.params.id, ids));
+    const items = parseDecKeysQuery(request.query as Record<string, unknown>, service.limits);
+    return send(reply, await service.decKeys(caller, request.params.id, items));
   });
 
   app.post<{ Params: Params }>('/api/v1/keys/:id/dec_keys', async (request, reply) => {
     const caller = callerOf(request);
-    const ids = parseDecKeysBody(request.body, service.limits);
-    return send(reply, await service.decKeys(caller, request.params.id, ids));
+    const items = parseDecKeysBody(request.body, service.limits);
+    return send(reply, await service.decKeys(caller, request.params.id, items));
   });
 
   app.post('/internal/v1/keys/deliver', async (request, reply) => send(reply, await service.deliver(callerOf(request), request.body)));
   app.post('/internal/v1/keys/cancel', async (request, reply) => send(reply, await service.cancel(callerOf(request), request.body)));
   app.post('/internal/v1/keys/retrieved', async (request, reply) => send(reply, await service.retrieved(callerOf(request), request.body)));
+  app.post('/internal/v1/keys/orphaned', async (request, reply) => send(reply, await service.orphaned(callerOf(request), request.body)));
 
   return app;
 }

@@ -1,22 +1,22 @@
 // One site's KME, independent of HTTP: the ETSI operations for SAEs (status, enc_keys,
-// dec_keys) and the inter-KME operations for peers (deliver, cancel, retrieved), with the
-// authorisation rules of docs/kme.md. The HTTP layer only identifies the caller from its
-// certificate and turns EtsiErrors into responses.
-import { randomUUID } from 'node:crypto';
-
+// dec_keys) and the inter-KME operations for peers (deliver, cancel, retrieved, orphaned),
+// with the authorisation rules of docs/kme.md. The HTTP layer only identifies the caller
+// from its certificate and turns EtsiErrors into responses.
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
-import { deriveKey, SEED_BYTES, suiteFor } from './derive.js';
-import { badRequest, EtsiError, unauthorized, unavailable } from './errors.js';
+import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, suiteFor, wrapForSite } from './derive.js';
+import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
 import { silentLogger, type Logger } from './logger.js';
+import { mintKeys, seedBytes, type KeyItem, type LinkSecret } from './mint.js';
+import { MulticastSender } from './multicast.js';
 import { NoticeSender } from './notices.js';
 import { PeerClient, type PeerTls } from './peer-client.js';
-import { isKeyId, type EncKeysRequest, type Limits } from './requests.js';
+import { isKeyId, type EncKeysRequest, type KeyIdItem, type Limits } from './requests.js';
 import { SeedUnavailableError, type SeedSource } from './seed-source.js';
 import type { SiteKey } from './site-key.js';
-import { ACTIVE, ANY_SAE, KeyStore, type KeyRow } from './store.js';
+import { ACTIVE, ANSWERING, ANY_SAE, KeyStore, PENDING, type KeyRow } from './store.js';
 
 export interface KmeServiceOptions extends Limits {
   id: string;
@@ -24,6 +24,8 @@ export interface KmeServiceOptions extends Limits {
   saes: Record<string, string>;
   maxKeyCount: number;
   keyTtlSeconds: number;
+  /** How long a peer keeps keys whose enc_keys answer a crash may have lost (see maintain). */
+  orphanKeyTtlSeconds: number;
   peerTimeoutMs: number;
   tls: PeerTls;
   store: KeyStore;
@@ -32,13 +34,17 @@ export interface KmeServiceOptions extends Limits {
   logger?: Logger;
 }
 
-export interface KeyItem {
-  key_ID: string;
-  key: string;
-}
+export type { KeyItem } from './mint.js';
 
 export interface KeyContainer {
   keys: KeyItem[];
+}
+
+/** New keys for an enc_keys answer, and what the HTTP layer reports once it has been sent. */
+export interface IssuedKeys {
+  container: KeyContainer;
+  /** `written`: the whole answer left this process (false: the connection closed first). */
+  settle(written: boolean): void;
 }
 
 export interface StatusReply {
@@ -53,6 +59,8 @@ export interface StatusReply {
   max_key_size: number;
   min_key_size: number;
   max_SAE_ID_count: number;
+  /** `link_keys_held`: keys of the link held at this site now, in both directions. */
+  status_extension: { link_keys_held: number };
 }
 
 /** The other end of a request path `{id}`: a site, and the SAE when `{id}` named one. */
@@ -74,9 +82,13 @@ export class KmeService {
   private readonly log: Logger;
   private readonly peerClients = new Map<string, PeerClient>();
   private readonly senders = new Map<string, LinkSender>();
-  private readonly suites = new Map<string, string>();
-  private readonly psks = new Map<string, Buffer | undefined>();
+  private readonly multicast: MulticastSender;
+  private readonly links = new Map<string, LinkSecret>();
   private readonly counts = new Map<string, { n: number; at: number }>();
+  /** Keys whose enc_keys answer this process is writing: maintenance leaves them alone. */
+  private readonly answering = new Set<string>();
+  /** Settlements under way (close waits for them, so their deletes land before the store closes). */
+  private readonly settling = new Set<Promise<void>>();
 
   constructor(private readonly opts: KmeServiceOptions) {
     this.id = opts.id;
@@ -88,9 +100,9 @@ export class KmeService {
       const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs);
       this.peerClients.set(peerId, client);
       this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log));
-      this.psks.set(peerId, peer.psk);
-      this.suites.set(peerId, suiteFor(peer.psk));
+      this.links.set(peerId, { psk: peer.psk, suite: suiteFor(peer.psk) });
     }
+    this.multicast = new MulticastSender({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, this.peerClients);
   }
 
   get limits(): Limits {
@@ -126,24 +138,64 @@ export class KmeService {
 
   // ---- status -----------------------------------------------------------------------
 
+  /**
+   * ETSI §6.1 Table 9. Keys are made on request, so "the number of stored keys the KME can
+   * deliver" is what enc_keys can still issue on the link before its store is full:
+   * max_key_count minus the keys of the link held here (reported as link_keys_held).
+   */
   async status(caller: CertIdentity, id: string): Promise<StatusReply> {
     const sae = this.localSae(caller);
     const target = this.resolveTarget(id);
-    const stored = await this.store.countLink(this.id, target.site);
-    this.counts.set(target.site, { n: stored, at: Date.now() });
+    const held = await this.store.countLink(this.id, target.site);
+    this.counts.set(target.site, { n: held, at: Date.now() });
     return {
       source_KME_ID: this.id,
       target_KME_ID: target.site,
       master_SAE_ID: sae,
       slave_SAE_ID: target.sae ?? id,
       key_size: this.opts.keySize,
-      stored_key_count: stored,
+      stored_key_count: Math.max(0, this.opts.maxKeyCount - held),
       max_key_count: this.opts.maxKeyCount,
       max_key_per_request: this.opts.maxKeyPerRequest,
       max_key_size: this.opts.maxKeySize,
       min_key_size: this.opts.minKeySize,
-      max_SAE_ID_count: this.opts.maxSaeIdCount,
+      max_SAE_ID_count: this.multicastLimit(target),
+      status_extension: { link_keys_held: held },
     };
+  }
+
+  /**
+   * Additional slave SAEs a request to `target` may name: SAEs registered in `kme.saes` to
+   * a peer site (other than the slave in the path), at most maxSaeIdCount.
+   */
+  private multicastLimit(target: Target): number {
+    const candidates = Object.entries(this.opts.saes).filter(([sae, site]) => this.peerClients.has(site) && sae !== target.sae).length;
+    return Math.min(this.opts.maxSaeIdCount, candidates);
+  }
+
+  /**
+   * The slave SAEs of a new key by site: the target's site first (with the path's SAE, if
+   * any), then every further site an additional slave SAE belongs to. Each additional SAE
+   * must be registered in `kme.saes` to a peer site; anything else is refused.
+   */
+  private slavesBySite(target: Target, additional: readonly string[]): Map<string, string[]> {
+    const bySite = new Map<string, string[]>([[target.site, target.sae ? [target.sae] : []]]);
+    const refused: Array<Record<string, unknown>> = [];
+    for (const extra of additional) {
+      const site = this.opts.saes[extra];
+      if (site === undefined || !this.peerClients.has(site)) {
+        refused.push({
+          additional_slave_SAE_ID: extra,
+          problem: site === undefined ? 'not an SAE known to this KME (register it in kme.saes with its site)' : `an SAE of this site '${site}'`,
+        });
+        continue;
+      }
+      const list = bySite.get(site) ?? [];
+      if (!list.includes(extra)) list.push(extra);
+      bySite.set(site, list);
+    }
+    if (refused.length > 0) throw badRequest('additional_slave_SAE_IDs must name SAEs of peer sites registered in kme.saes', refused);
+    return bySite;
   }
 
   // ---- capacity ---------------------------------------------------------------------
@@ -168,77 +220,78 @@ export class KmeService {
 
   // ---- enc_keys ---------------------------------------------------------------------
 
-  async encKeys(caller: CertIdentity, id: string, req: EncKeysRequest): Promise<KeyContainer> {
+  async encKeys(caller: CertIdentity, id: string, req: EncKeysRequest): Promise<IssuedKeys> {
     const owner = this.localSae(caller);
     const target = this.resolveTarget(id);
-    for (const extra of req.additionalSlaveSaeIds) {
-      const site = this.opts.saes[extra];
-      if (site !== undefined && site !== target.site) {
-        throw badRequest(`additional slave SAE '${extra}' belongs to site '${site}', not to '${target.site}'`, [{ additional_slave_SAE_ID: extra }]);
-      }
-    }
-    const slaves = [...new Set([...(target.sae ? [target.sae] : []), ...req.additionalSlaveSaeIds])];
+    const slaves = this.slavesBySite(target, req.additionalSlaveSaeIds);
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
     try {
-      seeds = await this.opts.seedSource.take(SEED_BYTES * req.number);
+      seeds = await this.opts.seedSource.take(seedBytes(req.number, slaves.size));
     } catch (err) {
       this.release(target.site, req.number);
       if (err instanceof SeedUnavailableError) throw unavailable(`no entropy for new keys: ${err.message}`);
       throw err;
     }
-
     const created = Date.now();
-    const expires = created + this.opts.keyTtlSeconds * 1000;
-    const psk = this.psks.get(target.site);
-    const suite = this.suites.get(target.site)!;
-    const rows: KeyRow[] = [];
-    const wire: WireKey[] = [];
-    const keys: KeyItem[] = [];
-    for (let i = 0; i < req.number; i++) {
-      const keyId = randomUUID();
-      const seed = seeds.subarray(i * SEED_BYTES, (i + 1) * SEED_BYTES);
-      const meta = { keyId, size: req.size, origin: this.id, peer: target.site };
-      const key = deriveKey(seed, psk, meta);
-      const w: WireKey = {
-        key_ID: keyId,
-        size: req.size,
-        seed: seed.toString('base64'),
-        origin: this.id,
-        peer: target.site,
-        created,
-        suite,
-        master_SAE_ID: owner,
-        slave_SAE_IDs: slaves,
-      };
-      wire.push(w);
-      rows.push({
-        key_id: keyId,
-        origin: this.id,
-        peer: target.site,
-        size: req.size,
-        owner,
-        waiting: '',
-        state: 0,
-        created,
-        expires,
-        digest: this.digest(w),
-        key_enc: this.opts.siteKey.seal(key, this.aad(keyId, this.id, target.site)),
-      });
-      keys.push({ key_ID: keyId, key: key.toString('base64') });
-      key.fill(0);
-    }
-    seeds.fill(0);
+    const { keys, rows, wire } = mintKeys({
+      origin: this.id,
+      owner,
+      number: req.number,
+      size: req.size,
+      created,
+      expires: created + this.opts.keyTtlSeconds * 1000,
+      slaves,
+      links: this.links,
+      seeds,
+      digest: (w) => this.digest(w),
+    });
 
     try {
-      await this.senders.get(target.site)!.submit(rows, wire);
+      if (slaves.size === 1) await this.senders.get(target.site)!.submit(rows, wire.get(target.site)!);
+      else await this.multicast.submit(rows, wire);
     } catch (err) {
       this.release(target.site, req.number);
       throw err;
     }
     this.log.info({ op: 'enc_keys', sae: owner, peer: target.site, number: req.number, size: req.size }, 'kme: keys created');
-    return { keys };
+    const ids = rows.map((r) => r.key_id);
+    for (const k of ids) this.answering.add(k);
+    let settled = false;
+    return {
+      container: { keys },
+      settle: (written) => {
+        if (settled) return;
+        settled = true;
+        const done: Promise<void> = this.settle([...slaves.keys()], ids, written).finally(() => this.settling.delete(done));
+        this.settling.add(done);
+      },
+    };
+  }
+
+  /**
+   * After an enc_keys answer: written whole, the origin's rows have served their purpose and
+   * go; cut off before the end, the client cannot have its keys, so the peer is told to
+   * cancel them. Either change is an ordinary group-commit operation nobody waits for.
+   */
+  private async settle(sites: string[], ids: string[], written: boolean): Promise<void> {
+    try {
+      await this.writes.run(async (tx) => {
+        await this.store.deleteKeys(tx, ids, ' AND state = $1', [ANSWERING]);
+        if (!written) for (const site of sites) await this.notices.enqueue(tx, site, 'cancel', ids);
+      });
+      this.release(sites[0]!, ids.length); // the slave's site: the link the keys were reserved on
+      if (!written) {
+        for (const site of sites) this.notices.kick(site);
+        this.log.warn({ op: 'enc_keys', peers: sites, keys: ids.length }, 'kme: answer not delivered to the SAE; keys cancelled');
+      }
+    } catch (err) {
+      // Maintenance settles the rows later, as after a crash.
+      this.log.error({ err: (err as Error).message }, 'kme: could not settle answered keys now');
+    } finally {
+      for (const k of ids) this.answering.delete(k);
+    }
   }
 
   private aad(keyId: string, origin: string, peer: string): Buffer {
@@ -248,44 +301,47 @@ export class KmeService {
   /** A keyed fingerprint of a delivery, to tell a harmless retry from a conflicting one. */
   private digest(w: WireKey): string {
     return this.opts.siteKey.mac(
-      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs]),
+      JSON.stringify([w.key_ID, w.size, w.seed, w.origin, w.peer, w.created, w.suite, w.master_SAE_ID, w.slave_SAE_IDs, w.wrap ?? null]),
     );
   }
 
   // ---- dec_keys ---------------------------------------------------------------------
 
-  async decKeys(caller: CertIdentity, id: string, keyIds: string[]): Promise<KeyContainer> {
+  async decKeys(caller: CertIdentity, id: string, items: KeyIdItem[]): Promise<KeyContainer> {
     const sae = this.localSae(caller);
     const target = this.resolveTarget(id);
+    const keyIds = items.map((i) => i.keyId);
     const now = Date.now();
     const origins = new Map<string, string[]>();
 
     const rows = await this.writes.run(async (tx) => {
       origins.clear();
       const found = await this.store.getKeys(tx, keyIds);
-      const byId = new Map(found.filter((r) => r.state === ACTIVE && r.expires > now).map((r) => [r.key_id, r]));
-      const missing = keyIds.filter((k) => !byId.has(k));
-      if (missing.length > 0) {
-        throw badRequest(`unknown key_ID${missing.length > 1 ? 's' : ''}`, missing.map((key_ID) => ({ key_ID, problem: 'unknown' })));
-      }
-      const refused: Array<Record<string, unknown>> = [];
-      for (const keyId of keyIds) {
-        const row = byId.get(keyId)!;
-        const problem = this.mayRetrieve(row, sae, target);
-        if (problem) refused.push({ key_ID: keyId, problem });
-      }
-      if (refused.length > 0) throw unauthorized('not authorised for the requested key', refused);
+      // Only keys delivered here are served: the origin's SAE had its key in the enc_keys answer.
+      const byId = new Map(found.filter((r) => r.peer === this.id && r.state === ACTIVE && r.expires > now).map((r) => [r.key_id, r]));
+      // A key made by another master than the path (or the item's master_SAE_ID) names is
+      // "not found", word for word as an unknown one: the answer must not reveal that it exists.
+      const notFound = items.filter((item) => {
+        const row = byId.get(item.keyId);
+        return !row || !this.madeBy(row, target, item.master);
+      });
+      if (notFound.length > 0) throw badRequest(ETSI_MESSAGES.keysNotFound, notFound.map((i) => ({ key_ID: i.keyId })));
+      // §5.4: a caller that is not a slave SAE of the key is refused with 401.
+      const refused = keyIds.filter((k) => {
+        const waiting = byId.get(k)!.waiting;
+        return waiting !== ANY_SAE && !waiting.split(',').includes(sae);
+      });
+      if (refused.length > 0) throw unauthorized('not authorised for the requested key', refused.map((key_ID) => ({ key_ID, problem: 'the key is not meant for this SAE' })));
 
       for (const keyId of keyIds) {
         const row = byId.get(keyId)!;
-        if (row.origin === this.id) continue; // the origin keeps its copy until the peer reports retrieval
         const remaining = row.waiting === ANY_SAE ? [] : row.waiting.split(',').filter((s) => s !== sae);
         const changed =
           remaining.length === 0
             ? await tx.execute('DELETE FROM kme_keys WHERE key_id = $1 AND waiting = $2', [keyId, row.waiting])
             : await tx.execute('UPDATE kme_keys SET waiting = $1 WHERE key_id = $2 AND waiting = $3', [remaining.join(','), keyId, row.waiting]);
         // Another request retrieved it first (exactly once): refuse the whole request.
-        if (changed !== 1) throw badRequest('unknown key_ID', [{ key_ID: keyId, problem: 'already retrieved' }]);
+        if (changed !== 1) throw badRequest(ETSI_MESSAGES.keysNotFound, [{ key_ID: keyId }]);
         if (remaining.length === 0) {
           const list = origins.get(row.origin) ?? [];
           list.push(keyId);
@@ -311,22 +367,11 @@ export class KmeService {
     };
   }
 
-  /** Why `sae` (of this site) may not retrieve `row` through path `{id}` = target, or null. */
-  private mayRetrieve(row: KeyRow, sae: string, target: Target): string | null {
-    if (row.origin === this.id) {
-      // At the origin: only the SAE that created it, naming the key's peer site (or one of its SAEs).
-      if (row.owner !== sae) return 'only the SAE that created this key may retrieve it here';
-      if (row.peer !== target.site) return `the key is not shared with '${target.sae ?? target.site}'`;
-      return null;
-    }
-    if (row.peer === this.id) {
-      // At the peer: the SAEs of this site the key was meant for, naming its origin (site or master SAE).
-      if (row.origin !== target.site) return `the key was not made by '${target.sae ?? target.site}'`;
-      if (target.sae !== undefined && target.sae !== row.owner) return `the key was not made by '${target.sae}'`;
-      if (row.waiting !== ANY_SAE && !row.waiting.split(',').includes(sae)) return 'the key is not meant for this SAE';
-      return null;
-    }
-    return 'the key does not belong to this site';
+  /** Whether a key delivered here was made at the path's site (and by its SAE, or the item's master SAE, when named). */
+  private madeBy(row: KeyRow, target: Target, master: string | undefined): boolean {
+    if (row.origin !== target.site) return false;
+    if (target.sae !== undefined && target.sae !== row.owner) return false;
+    return master === undefined || master === row.owner;
   }
 
   // ---- inter-KME --------------------------------------------------------------------
@@ -352,16 +397,18 @@ export class KmeService {
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_DELIVERY_KEYS) {
       throw badRequest(`keys must be an array of 1 to ${MAX_DELIVERY_KEYS} key metadata records`);
     }
-    const expectedSuite = this.suites.get(origin)!;
-    const psk = this.psks.get(origin);
+    const { suite: expectedSuite, psk } = this.links.get(origin)!;
     const now = Date.now();
     const expires = now + this.opts.keyTtlSeconds * 1000;
     const wire = list.map((item) => this.checkWireKey(item, origin, expectedSuite));
     if (new Set(wire.map((w) => w.key_ID)).size !== wire.length) throw badRequest('duplicate key_ID in the delivery');
     const rows: KeyRow[] = wire.map((w) => {
       const seed = Buffer.from(w.seed, 'base64');
-      const key = deriveKey(seed, psk, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
+      const derived = deriveKey(seed, psk, { keyId: w.key_ID, size: w.size, origin: w.origin, peer: w.peer });
       seed.fill(0);
+      // A key multicast to this site as a further one arrives wrapped with this link's derivation.
+      const key = w.wrap === undefined ? derived : wrapForSite(Buffer.from(w.wrap, 'base64'), derived);
+      if (key !== derived) derived.fill(0);
       const sealed = this.opts.siteKey.seal(key, this.aad(w.key_ID, w.origin, w.peer));
       key.fill(0);
       return {
@@ -413,12 +460,16 @@ export class KmeService {
     }
     if (typeof w.seed !== 'string' || Buffer.from(w.seed, 'base64').length !== SEED_BYTES) throw bad('seed must be 256 bits, base64');
     if (typeof w.created !== 'number' || !Number.isFinite(w.created)) throw bad('created must be a time in ms');
-    if (w.suite !== suite) {
-      throw bad(`suite '${String(w.suite)}' differs from this site's '${suite}' for the link (is the PSK the same at both sites?)`);
+    const expected = w.wrap === undefined ? suite : suite + SUITE_WRAPPED_SUFFIX;
+    if (w.suite !== expected) {
+      throw bad(`suite '${String(w.suite)}' differs from this site's '${expected}' for the link (is the PSK the same at both sites?)`);
     }
     if (typeof w.master_SAE_ID !== 'string' || !isValidId(w.master_SAE_ID)) throw bad('master_SAE_ID is not an SAE ID');
     if (!Array.isArray(w.slave_SAE_IDs) || !w.slave_SAE_IDs.every((s) => typeof s === 'string' && isValidId(s))) {
       throw bad('slave_SAE_IDs must be an array of SAE IDs');
+    }
+    if (w.wrap !== undefined && (typeof w.wrap !== 'string' || Buffer.from(w.wrap, 'base64').length !== w.size / 8)) {
+      throw bad('wrap must be the key size, base64');
     }
     return { ...(w as WireKey), key_ID: w.key_ID.toLowerCase() };
   }
@@ -446,27 +497,52 @@ export class KmeService {
     return { removed: n };
   }
 
+  /**
+   * Peer side: the origin crashed while answering enc_keys for these keys, so their master
+   * SAE may never have had them. Keep them only `orphanKeyTtlSeconds` (a slave that does
+   * hold the ID still has that long), instead of letting unclaimable keys fill the link.
+   */
+  async orphaned(caller: CertIdentity, body: unknown): Promise<{ shortened: number }> {
+    const origin = this.callerKme(caller);
+    const ids = this.parseIdList(body);
+    const until = Date.now() + this.opts.orphanKeyTtlSeconds * 1000;
+    const n = await this.writes.run((tx) => this.store.shortenLife(tx, ids, until, origin, this.id));
+    if (n > 0) this.log.info({ op: 'orphaned', peer: origin, keys: n }, 'kme: keys whose answer the origin may have lost expire soon');
+    return { shortened: n };
+  }
+
   // ---- maintenance ------------------------------------------------------------------
 
-  /** Expiry, abandoned pending keys (a crash mid-delivery), and notices still owed to peers. */
+  /**
+   * Expiry, what a crash of this origin left unsettled, and notices still owed to peers.
+   * A PENDING key's answer was never sent: the peer cancels it. An ANSWERING key's answer
+   * may or may not have reached its SAE: the peer keeps it `orphanKeyTtlSeconds` only.
+   * Keys whose answer this process is still writing are left alone.
+   */
   async maintain(now = Date.now()): Promise<void> {
     const expired = await this.store.sweepExpired(now);
     if (expired > 0) {
       this.counts.clear();
       this.log.info({ op: 'expire', keys: expired }, 'kme: expired keys removed');
     }
-    const stale = await this.store.stalePending(this.id, now - 2 * this.opts.peerTimeoutMs - 5000);
+    const stale = (await this.store.unsettled(this.id, now - 2 * this.opts.peerTimeoutMs - 5000)).filter((r) => !this.answering.has(r.key_id));
     if (stale.length > 0) {
-      const byPeer = new Map<string, string[]>();
-      for (const s of stale) byPeer.set(s.peer, [...(byPeer.get(s.peer) ?? []), s.key_id]);
-      await this.store.db.transaction(async (tx) => {
-        for (const [peer, ids] of byPeer) {
-          await this.store.deleteKeys(tx, ids, ' AND state = 0');
-          await this.notices.enqueue(tx, peer, 'cancel', ids);
+      // Every site a key went to hears of it: its peer, and the further sites of a multicast key.
+      const groups = new Map<string, { site: string; state: number; ids: string[] }>();
+      for (const r of stale) {
+        for (const site of [r.peer, ...r.waiting.split(',').filter(Boolean)]) {
+          const k = `${r.state}\n${site}`;
+          if (!groups.has(k)) groups.set(k, { site, state: r.state, ids: [] });
+          groups.get(k)!.ids.push(r.key_id);
         }
+      }
+      await this.store.db.transaction(async (tx) => {
+        await this.store.deleteKeys(tx, stale.map((r) => r.key_id), ' AND state IN ($1, $2)', [PENDING, ANSWERING]);
+        for (const { site, state, ids } of groups.values()) await this.notices.enqueue(tx, site, state === PENDING ? 'cancel' : 'orphaned', ids);
       });
       this.counts.clear();
-      this.log.warn({ op: 'abandon', keys: stale.length }, 'kme: unfinished deliveries removed and cancelled');
+      const unsent = stale.filter((r) => r.state === PENDING).length;
+      this.log.warn({ op: 'abandon', cancelled: unsent, orphaned: stale.length - unsent }, 'kme: deliveries a crash left unsettled were cancelled or orphaned at the peer');
     }
     await this.notices.kickAll();
   }
@@ -477,6 +553,7 @@ export class KmeService {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled(this.settling);
     await this.notices.idle();
     await this.writes.idle();
     await Promise.all([...this.peerClients.values()].map((c) => c.close()));

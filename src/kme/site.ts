@@ -66,6 +66,7 @@ export class KmeSite {
         maxKeyCount: config.maxKeyCount,
         maxSaeIdCount: config.maxSaeIdCount,
         keyTtlSeconds: config.keyTtlSeconds,
+        orphanKeyTtlSeconds: config.orphanKeyTtlSeconds,
         peerTimeoutMs: config.peerTimeoutMs,
         tls,
         store,

@@ -31,14 +31,22 @@ export const KME_MIGRATIONS: readonly Migration[] = [
    CREATE INDEX kme_outbox_peer ON kme_outbox (peer, id);`,
 ];
 
-/** Key states: a pending key is not served; it becomes active when the peer has stored it. */
+/**
+ * Key states. At the peer a delivered key is ACTIVE (servable). At the origin a key is
+ * PENDING until the peer has stored it, then ANSWERING while the enc_keys answer is being
+ * written; the row is deleted once the answer has left (the origin never serves a key
+ * again: ETSI §5.3). Origin rows left in either state by a crash are settled by
+ * maintenance (KmeService.maintain). ACTIVE origin rows come only from older versions.
+ */
 export const PENDING = 0;
 export const ACTIVE = 1;
+export const ANSWERING = 2;
 
 /**
  * `waiting` at the peer: '*' = any one SAE of the peer site may retrieve it once;
- * otherwise the comma-separated SAE IDs that have not yet retrieved it. At the origin it
- * is '' (the origin keeps the key for its owner until the peer reports it retrieved).
+ * otherwise the comma-separated SAE IDs that have not yet retrieved it. At the origin (which
+ * never serves its keys and holds their metadata only while answering) it lists the further
+ * sites of a multicast key, '' for a key of one link.
  */
 export const ANY_SAE = '*';
 
@@ -56,7 +64,7 @@ export interface KeyRow {
   key_enc: Buffer;
 }
 
-export type OutboxKind = 'cancel' | 'retrieved';
+export type OutboxKind = 'cancel' | 'retrieved' | 'orphaned';
 
 export interface OutboxEntry {
   id: number;
@@ -201,9 +209,30 @@ export class KeyStore {
     }
   }
 
-  /** Pending keys this site originated that are older than `before` (a delivery that never finished). */
-  async stalePending(origin: string, before: number): Promise<Array<{ key_id: string; peer: string }>> {
-    return this.db.query('SELECT key_id, peer FROM kme_keys WHERE origin = $1 AND state = $2 AND created < $3', [origin, PENDING, before]);
+  /**
+   * Keys this site originated, made before `before`, still PENDING (a delivery that never
+   * finished) or ANSWERING (an answer whose fate is unknown): what a crash left behind.
+   */
+  async unsettled(origin: string, before: number): Promise<Array<{ key_id: string; peer: string; waiting: string; state: number }>> {
+    return this.db.query('SELECT key_id, peer, waiting, state FROM kme_keys WHERE origin = $1 AND state IN ($2, $3) AND created < $4', [
+      origin,
+      PENDING,
+      ANSWERING,
+      before,
+    ]);
+  }
+
+  /** Shortens the life of keys held here to `expires` at most; returns how many were held. */
+  async shortenLife(q: Queryable, ids: readonly string[], expires: number, origin: string, peer: string): Promise<number> {
+    let n = 0;
+    for (const part of chunks(ids)) {
+      n += await q.execute(
+        `UPDATE kme_keys SET expires = CASE WHEN expires < $1 THEN expires ELSE $1 END
+          WHERE origin = $2 AND peer = $3 AND key_id IN (${placeholders(part.length, 3)})`,
+        [expires, origin, peer, ...part],
+      );
+    }
+    return n;
   }
 
   /** Drops expired keys, tombstones and undeliverable notices; returns the keys dropped. */

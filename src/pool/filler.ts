@@ -1,5 +1,6 @@
 // The background filler: reads from the source while the pool has room, sleeps once the
-// pool is full, and wakes when a take leaves it below the low-water mark. Source errors
+// pool is full, and wakes when the pool asks for a refill (a take left it below the
+// low-water mark, or a client's request found it short at any level). Source errors
 // back off exponentially; a source taken out of service stops the filler for good.
 import type { EntropySource } from '../sources/types.js';
 import { SourceOutOfServiceError } from '../sources/types.js';
@@ -49,7 +50,7 @@ export class PoolFiller {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.unsubscribe = this.pool.onLowWater(() => this.wake?.());
+    this.unsubscribe = this.pool.onRefillNeeded(() => this.wake?.());
     this.stopped = this.loop();
   }
 
@@ -65,7 +66,7 @@ export class PoolFiller {
     let delay = this.retryMs;
     while (this.running) {
       if (this.pool.room === 0) {
-        await this.sleepUntilLow();
+        await this.sleepUntilRefill();
         continue;
       }
       try {
@@ -92,11 +93,11 @@ export class PoolFiller {
     }
   }
 
-  /** Sleeps until the level falls below the low-water mark (or stop()). */
-  private sleepUntilLow(): Promise<void> {
+  /** Sleeps until the pool asks for a refill and has room (or stop()). */
+  private sleepUntilRefill(): Promise<void> {
     return new Promise((resolve) => {
       this.wake = () => {
-        if (!this.running || this.pool.level < this.pool.lowWater) {
+        if (!this.running || this.pool.room > 0) {
           this.wake = undefined;
           resolve();
         }

@@ -20,7 +20,11 @@ export interface PoolStats {
 export interface PoolOptions {
   /** Most bytes the pool holds. */
   capacity: number;
-  /** The filler is woken when the level drops below this (default capacity / 2). */
+  /**
+   * The filler is woken when the level drops below this (default capacity / 2). It is
+   * also woken whenever a client request finds the pool short, whatever the level: a
+   * request above the level but below the mark would otherwise wait forever.
+   */
   lowWater?: number;
 }
 
@@ -37,7 +41,7 @@ export class EntropyPool {
   private bytesToClients = 0;
   private bytesToQuality = 0;
   private shortfalls = 0;
-  private lowWaterListeners = new Set<() => void>();
+  private refillListeners = new Set<() => void>();
   private levelListeners = new Set<() => void>();
 
   constructor(options: PoolOptions) {
@@ -143,10 +147,13 @@ export class EntropyPool {
     });
   }
 
-  /** Called whenever a take leaves the pool below its low-water mark. */
-  onLowWater(listener: () => void): () => void {
-    this.lowWaterListeners.add(listener);
-    return () => this.lowWaterListeners.delete(listener);
+  /**
+   * Called whenever the pool needs filling: a take left it below its low-water mark, a
+   * client's take found it short (at any level), or it was cleared.
+   */
+  onRefillNeeded(listener: () => void): () => void {
+    this.refillListeners.add(listener);
+    return () => this.refillListeners.delete(listener);
   }
 
   stats(): PoolStats {
@@ -168,13 +175,18 @@ export class EntropyPool {
     this.chunks = [];
     this.head = 0;
     this.levelBytes = 0;
-    this.notifyLowWater();
+    this.notifyRefillNeeded();
   }
 
   private remove(n: number, consumer: Consumer): Buffer | null {
     if (!Number.isSafeInteger(n) || n < 0) throw new RangeError('take size must be a non-negative integer');
     if (n > this.levelBytes) {
-      if (consumer === 'client') this.shortfalls += 1;
+      if (consumer === 'client') {
+        this.shortfalls += 1;
+        // The client was told to retry: the filler must top the pool up now, even when
+        // the level is above the low-water mark, or the retry would meet the same level.
+        this.notifyRefillNeeded();
+      }
       return null;
     }
     const first = this.chunks[0]!;
@@ -209,11 +221,11 @@ export class EntropyPool {
     this.levelBytes -= n;
     if (consumer === 'client') this.bytesToClients += n;
     else this.bytesToQuality += n;
-    if (this.levelBytes < this.lowWater) this.notifyLowWater();
+    if (this.levelBytes < this.lowWater) this.notifyRefillNeeded();
     return out;
   }
 
-  private notifyLowWater(): void {
-    for (const listener of this.lowWaterListeners) listener();
+  private notifyRefillNeeded(): void {
+    for (const listener of this.refillListeners) listener();
   }
 }

@@ -8,30 +8,25 @@
 // Responses that carry `random` are streamed: up to 100 records x 5,242,880 characters is
 // about 500 MB of JSON, so the bits are read from storage in slices and expanded to text
 // chunk by chunk (native), at the pace the client reads.
-import http from 'node:http';
-import https from 'node:https';
-import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { LoggerOptions } from 'pino';
 
+import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
 import { bitsToText } from './bitstring.js';
 import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
 import { imfFixdate, simplify } from './record.js';
 import { StorageUnavailableError, type ListedRun, type QualityStore } from './store.js';
 
-export interface QualityTlsSettings {
-  cert: string | Buffer;
-  key: string | Buffer;
-  minVersion?: 'TLSv1.2' | 'TLSv1.3';
-}
+export type QualityTlsSettings = ListenerTls;
 
 export interface QualityAppOptions {
   store: QualityStore;
   tls?: QualityTlsSettings;
   /** pino options, or false for no logs. */
   logger?: LoggerOptions | false;
+  /** Log one line per request (default false). */
   logRequests?: boolean;
   /** Retry-After on 503 (default 30 s). */
   retryAfterSeconds?: number;
@@ -57,23 +52,18 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
   const chunkBytes = options.streamChunkBytes ?? 64 * 1024;
   const app = Fastify({
     logger: (options.logger === undefined ? { level: 'info' } : options.logger) as never,
+    // Request lines only when asked for (default off, as for every role's listener).
+    logController: new LogController({ disableRequestLogging: options.logRequests !== true }),
     bodyLimit: 1024,
     exposeHeadRoutes: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    serverFactory: (handler) => createServer(handler, options.tls),
-    clientErrorHandler: clientError,
+    serverFactory: (handler) => createListener(handler, options.tls),
+    clientErrorHandler: (error, socket) => answerClientError(error, socket),
     frameworkErrors: (error, _request, reply) => {
       void sendError(reply, 400, { message: 'malformed request', details: [{ problem: error.message.slice(0, 200) }] });
     },
   });
-
-  // Request lines are logged at info; without logRequests the routes log warnings and errors only.
-  if (options.logRequests !== true) {
-    app.addHook('onRoute', (route) => {
-      route.logLevel ??= 'warn';
-    });
-  }
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof QueryError) return sendError(reply, 400, { message: error.message, details: error.details });
@@ -198,21 +188,3 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
   return app;
 }
 
-function createServer(handler: http.RequestListener, tls: QualityTlsSettings | undefined): http.Server {
-  const common = { maxHeaderSize: 8192, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
-  const server = tls
-    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' }, handler)
-    : http.createServer(common, handler);
-  server.keepAliveTimeout = common.keepAliveTimeout;
-  return server;
-}
-
-function clientError(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return;
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const body = JSON.stringify({ message: status === 431 ? 'request headers too large' : 'malformed HTTP request', details: [{ code: error.code ?? 'unknown' }] });
-  socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-}

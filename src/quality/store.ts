@@ -107,9 +107,37 @@ export interface RunSummary {
   error: string | null;
 }
 
+function toRunRow(row: StoredRunRow): RunRow {
+  return {
+    id: Number(row.id),
+    status: row.status,
+    completedMs: Number(row.completed_ms),
+    record: row.status === 'completed' ? buildRecordFromRow(row) : null,
+    strictlyFailing: Boolean(Number(row.strictly_failing)),
+    looselyFailing: Boolean(Number(row.loosely_failing)),
+    repetitionFlagged: Boolean(Number(row.repetition_flagged)),
+    error: row.error,
+    dataBits: Number(row.data_bits),
+  };
+}
+
 const LIST_COLUMNS = `id, status, started_ms, completed_ms, source, streams, bits_per_stream, tests_passed,
   nist_all_passed, nist_fails, nist_passes, nist_success_rate, uniformity_all_passed, uniformity_fails,
   uniformity_passes, uniformity_success_rate, strictly_failing, loosely_failing, repetition_flagged, error, data_bits`;
+
+/** A run as the quality page's timeline shows it: bookkeeping plus, when completed, its record. */
+export interface RunRow {
+  id: number;
+  status: RunStatus;
+  completedMs: number;
+  /** Null for an error run (nothing was tested). */
+  record: TestResultRecord | null;
+  strictlyFailing: boolean;
+  looselyFailing: boolean;
+  repetitionFlagged: boolean;
+  error: string | null;
+  dataBits: number;
+}
 
 export class QualityStore {
   private constructor(readonly db: Db) {}
@@ -195,6 +223,34 @@ export class QualityStore {
       looselyFailing: Boolean(row.loosely_failing),
       error: row.error,
     }));
+  }
+
+  /**
+   * Runs of any status completed at or after `sinceMs` with an id above `afterId` (only
+   * loosely failing ones with `failing`), oldest first, at most `limit`: the newest ones
+   * when more match.
+   */
+  async listRunRows(filter: { sinceMs?: number; afterId?: number; failing?: boolean; limit: number }): Promise<RunRow[]> {
+    const rows = await this.guard(() =>
+      this.db.query<StoredRunRow>(
+        `SELECT ${LIST_COLUMNS} FROM quality_runs WHERE completed_ms >= $1 AND id > $2${filter.failing ? ' AND loosely_failing = 1' : ''}
+         ORDER BY completed_ms DESC, id DESC LIMIT $3`,
+        [filter.sinceMs ?? 0, filter.afterId ?? 0, filter.limit],
+      ),
+    );
+    return rows.reverse().map(toRunRow);
+  }
+
+  /** One run's row, or undefined. */
+  async getRunRow(id: number): Promise<RunRow | undefined> {
+    const rows = await this.guard(() => this.db.query<StoredRunRow>(`SELECT ${LIST_COLUMNS} FROM quality_runs WHERE id = $1`, [id]));
+    return rows[0] ? toRunRow(rows[0]) : undefined;
+  }
+
+  /** The highest run id stored (0 when none): cheap enough to poll for new runs. */
+  async maxRunId(): Promise<number> {
+    const rows = await this.guard(() => this.db.query<{ id: number | null }>('SELECT max(id) AS id FROM quality_runs'));
+    return Number(rows[0]?.id ?? 0);
   }
 
   /** The stored full report of a run (parsed), or undefined. */

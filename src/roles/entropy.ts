@@ -129,7 +129,7 @@ export class EntropyRole implements Role {
       sourceHealth: () => source.health(),
       ...(tls ? { tls } : {}),
       loggerInstance: this.logger,
-      logRequests: config.logRequests ?? true,
+      logRequests: config.logRequests ?? false,
       ...(this.deps.now ? { now: this.deps.now } : {}),
       processMetrics: true,
     });

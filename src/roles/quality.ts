@@ -13,6 +13,7 @@ import { buildQualityApp } from '../quality/api.js';
 import { QualityService } from '../quality/service.js';
 import { EntropyApiSource, OwnPoolSource, PoolTapSource, type QualityBitSource } from '../quality/sources.js';
 import { QualityStore } from '../quality/store.js';
+import { registerQualityPage } from '../quality-page/index.js';
 import { createSource, parseSourceSpec, type BlockTester } from '../sources/index.js';
 import { openDatabase, type Db } from '../storage/db.js';
 import { loadServingTls, useNewCertificate, type ServingTls } from './tls-files.js';
@@ -80,6 +81,7 @@ export class QualityRole implements Role {
         logger: { level: this.logger.level, base: { role: 'quality' } },
         logRequests: config.logRequests,
       });
+      await registerQualityPage(this.app, { store, retentionDays: config.retentionDays });
       await this.app.listen({ host: config.listen.host, port: config.listen.port });
     } catch (err) {
       await this.stop();

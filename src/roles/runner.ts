@@ -34,6 +34,12 @@ export async function runRoles(roles: Role[], logger: Logger, options: RunRolesO
   systemd.ready(`running: ${roles.map((r) => r.name).join(', ')}`);
   systemd.startWatchdog();
 
+  // The daemon lives until it is told to stop, whatever its roles hold open. A feeder whose
+  // only sink was disabled (a wrong HSM PIN) and whose buffer is full holds no timer or
+  // socket, so Node found an empty event loop under a pending await and exited with 13:
+  // under Restart=on-failure the wrong PIN was then retried every few seconds.
+  const keepAlive = setInterval(() => undefined, 2 ** 31 - 1);
+
   return new Promise<number>((resolve) => {
     let stopping = false;
     const onStop = (signal: string): void => {
@@ -46,6 +52,7 @@ export async function runRoles(roles: Role[], logger: Logger, options: RunRolesO
         signals.off('SIGTERM', onTerm);
         signals.off('SIGINT', onInt);
         signals.off('SIGHUP', onHup);
+        clearInterval(keepAlive);
         resolve(clean ? 0 : 1);
       });
     };

@@ -7,20 +7,17 @@
 //   GET  /healthz, GET /metrics            operations (no token)
 //
 // Every error, Fastify's own included, is {"message": "...", "details": [...]}.
-import http from 'node:http';
-import https from 'node:https';
-import type { Socket } from 'node:net';
-
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger, LoggerOptions } from 'pino';
 
+import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
 import type { EntropyPool } from '../pool/pool.js';
 import type { SourceHealth } from '../sources/types.js';
 import type { EntropyAccounts } from './accounts-port.js';
 import { BodyBuffers } from './body-buffers.js';
 import { applianceBody, quantumEntropyBody } from './encode.js';
 import { endOfTurn } from './end-of-turn.js';
-import { ApiError, errorBody, sendApiError } from './errors.js';
+import { ApiError, sendApiError, unauthorized } from './errors.js';
 import { createEntropyMetrics, type EntropyMetrics } from './metrics.js';
 import { acceptsJson, bearerToken, parseSize } from './query.js';
 
@@ -28,12 +25,7 @@ export const BLOCK_SIZE = 1024;
 export const MAX_APPLIANCE_BLOCK_SIZE = 1024;
 export const MAX_APPLIANCE_BLOCK_COUNT = 512;
 
-export interface TlsSettings {
-  cert: string | Buffer;
-  key: string | Buffer;
-  /** Oldest protocol accepted (default TLS 1.3). */
-  minVersion?: 'TLSv1.2' | 'TLSv1.3';
-}
+export type TlsSettings = ListenerTls;
 
 export interface EntropyAppOptions {
   pool: EntropyPool;
@@ -45,7 +37,7 @@ export interface EntropyAppOptions {
   logger?: LoggerOptions | false;
   /** An existing pino logger to log through instead (the daemon's, so all lines match). */
   loggerInstance?: Logger;
-  /** Log one line per request (default true). */
+  /** Log one line per request (default false, as for every role's listener). */
   logRequests?: boolean;
   /** Clock for the rate-limit window and allotment periods (ms since the epoch). */
   now?: () => number;
@@ -99,14 +91,14 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     : { logger: logger as boolean };
   const app = Fastify({
     ...logging,
-    logController: new LogController({ disableRequestLogging: options.logRequests === false }),
+    logController: new LogController({ disableRequestLogging: options.logRequests !== true }),
     bodyLimit: 4096,
     exposeHeadRoutes: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false } },
-    serverFactory: (handler) => createServer(handler, options.tls, maxHeaderSize),
-    clientErrorHandler: clientError,
+    serverFactory: (handler) => createListener(handler, options.tls, maxHeaderSize),
+    clientErrorHandler: (error, socket) => answerClientError(error, socket),
     frameworkErrors: (error, _request, reply) => {
       void sendApiError(reply, new ApiError(400, 'malformed request', [{ problem: error.message }]));
     },
@@ -153,9 +145,9 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     const at = now();
     const auth = await options.accounts.authenticate(token, at);
     if (!auth.ok) {
-      throw new ApiError(401, `access token ${auth.reason === 'unknown' ? 'invalid' : auth.reason}`, [
+      throw unauthorized(`access token ${auth.reason === 'unknown' ? 'invalid' : auth.reason}`, [
         { header: 'Authorization', problem: auth.reason },
-      ]);
+      ], true);
     }
     // 429 and 403 in one step: one transaction, shared with the requests arriving together.
     const admission = await options.accounts.admit(auth, bytes, at);
@@ -231,8 +223,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     const pool = options.pool.stats();
     const warnings: string[] = [];
     if (source.development) warnings.push('development source: entropy comes from the OS CSPRNG, not a quantum source');
-    if (source.state === 'failed') warnings.push(`source ${source.name} out of service: ${source.message ?? ''}`.trim());
-    if (source.state === 'degraded') warnings.push(`source ${source.name} degraded: ${source.message ?? ''}`.trim());
+    if (source.state === 'failed') warnings.push(`source ${source.name} out of service${source.message ? `: ${source.message}` : ''}`);
+    if (source.state === 'degraded') warnings.push(`source ${source.name} degraded${source.message ? `: ${source.message}` : ''}`);
     const status = source.state === 'failed' ? 'failing' : source.state === 'ok' && !source.development ? 'ok' : 'degraded';
     reply.header('cache-control', 'no-store');
     return reply.code(source.state === 'failed' ? 503 : 200).send({ status, source, pool, warnings });
@@ -265,41 +257,6 @@ function clientMessage(error: FastifyError): string {
     default:
       return error.message.split('\n', 1)[0]!.slice(0, 200);
   }
-}
-
-function createServer(
-  handler: http.RequestListener,
-  tls: TlsSettings | undefined,
-  maxHeaderSize: number,
-): http.Server {
-  const common = { maxHeaderSize, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 };
-  const server = tls
-    ? https.createServer(
-        { ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' },
-        handler,
-      )
-    : http.createServer(common, handler);
-  server.keepAliveTimeout = common.keepAliveTimeout;
-  return server;
-}
-
-/** Errors the HTTP parser meets before Fastify sees a request: answered in our JSON shape. */
-function clientError(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return;
-  let status = 400;
-  let message = 'malformed HTTP request';
-  if (error.code === 'HPE_HEADER_OVERFLOW') {
-    status = 431;
-    message = 'request headers too large';
-  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    status = 408;
-    message = 'request timed out';
-  }
-  const body = JSON.stringify(errorBody(message, [{ code: error.code ?? 'unknown' }]));
-  socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }
 
 declare module 'fastify' {

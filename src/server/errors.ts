@@ -15,6 +15,8 @@ export class ApiError extends Error {
     readonly details: unknown[] = [],
     /** Seconds for Retry-After (429, 503). */
     readonly retryAfterSeconds?: number,
+    /** The WWW-Authenticate challenge a 401 must carry (RFC 9110 §11.6.1). */
+    readonly wwwAuthenticate?: string,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -27,5 +29,18 @@ export function errorBody(message: string, details: unknown[] = []): ErrorBody {
 
 export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+  if (error.wwwAuthenticate !== undefined) reply.header('www-authenticate', error.wwwAuthenticate);
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBody(error.message, error.details));
+}
+
+/**
+ * A 401 with its Bearer challenge (RFC 6750 §3). A request that gave no bearer token (no
+ * Authorization header, or another scheme) gets the bare challenge; one that gave a token
+ * that is malformed, unknown, expired or revoked gets error="invalid_token" as well.
+ */
+export function unauthorized(message: string, details: unknown[], tokenGiven: boolean): ApiError {
+  const challenge = tokenGiven
+    ? `Bearer realm="qentropy", error="invalid_token", error_description="${message}"`
+    : 'Bearer realm="qentropy"';
+  return new ApiError(401, message, details, undefined, challenge);
 }

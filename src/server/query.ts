@@ -1,7 +1,7 @@
 // Strict reading of the entropy request (spec: `size` optional integer 1..512, default 1).
 // Anything else is a 400 with a detail that names the problem: a repeated `size`, an
 // unknown parameter, a value that is not a plain decimal integer in range.
-import { ApiError } from './errors.js';
+import { ApiError, unauthorized } from './errors.js';
 
 export const MAX_BLOCKS = 512;
 const DECIMAL = /^[0-9]+$/;
@@ -35,11 +35,12 @@ export function parseSize(query: unknown): number {
 /** The token of `Authorization: Bearer <token>`, or a 401 naming what is wrong. */
 export function bearerToken(header: string | undefined): string {
   if (header === undefined || header === '') {
-    throw new ApiError(401, 'access token required', [{ header: 'Authorization', problem: 'missing' }]);
+    throw unauthorized('access token required', [{ header: 'Authorization', problem: 'missing' }], false);
   }
   const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
   if (!match) {
-    throw new ApiError(401, 'access token malformed', [{ header: 'Authorization', problem: 'expected "Bearer <token>"' }]);
+    // `Bearer <junk>` gave a token (a malformed one); another scheme gave none.
+    throw unauthorized('access token malformed', [{ header: 'Authorization', problem: 'expected "Bearer <token>"' }], /^Bearer\s+\S/i.test(header));
   }
   return match[1]!;
 }

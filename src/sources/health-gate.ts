@@ -164,7 +164,8 @@ export class HealthGatedSource implements EntropySource {
     if (this.consecutiveFailures >= this.failureLimit) {
       this.state = 'failed';
       this.message =
-        `out of service: ${this.consecutiveFailures} consecutive 1024-byte blocks failed the health tests` +
+        // The state says "out of service"; the message says why (healthz adds the prefix).
+        `${this.consecutiveFailures} consecutive 1024-byte blocks failed the health tests` +
         (failedTests.length ? ` (last: ${failedTests.join(', ')})` : '');
       this.onEvent({ kind: 'out-of-service', source: this.name, reason: this.message });
     }

@@ -14,8 +14,9 @@
 // - Not portable: SELECT ... FOR UPDATE (SQLite: drop it, a transaction already holds the
 //   write lock), ILIKE, `::` casts, NOW() (pass the time as a parameter: it also makes
 //   code testable with an injected clock), upserts without a conflict target.
-import { PostgresDb } from './postgres.js';
-import { SqliteDb } from './sqlite.js';
+//
+// The drivers (better-sqlite3, pg) are imported when a database is opened, not with this
+// module: the config reads storage URLs in every process, a feeder opens no database.
 import type { Db } from './types.js';
 
 export type { Db, Engine, Migration, Queryable, Row, SqlParam, TransactionOptions } from './types.js';
@@ -54,7 +55,11 @@ export function parseStorageUrl(url: string): ParsedStorageUrl {
 /** Opens (creating if needed) the database a storage URL names. */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
   const parsed = parseStorageUrl(options.url);
-  if (parsed.engine === 'sqlite') return new SqliteDb(parsed.file);
+  if (parsed.engine === 'sqlite') {
+    const { SqliteDb } = await import('./sqlite.js');
+    return new SqliteDb(parsed.file);
+  }
+  const { PostgresDb } = await import('./postgres.js');
   const db = new PostgresDb({
     url: parsed.url,
     ...(options.schema !== undefined ? { schema: options.schema } : {}),

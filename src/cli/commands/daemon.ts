@@ -34,7 +34,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       censor: '[redacted]',
     },
   });
-  const roles = buildRoles(
+  const roles = await buildRoles(
     config,
     { logger, stateDir: config.stateDir },
     { createTester: (minEntropy) => createNativeTester(minEntropy) },

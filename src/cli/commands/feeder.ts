@@ -78,9 +78,19 @@ export function formatFeederStatus(report: FeederStatusReport, now = Date.now())
   out.push(
     `buffer: ${status.buffer.level} of ${status.buffer.capacity} bytes, ${status.buffer.locked ? 'locked in memory' : `not locked (${status.buffer.lockReason ?? 'unknown'})`}`,
   );
-  out.push(`pulled: ${status.bytesPulled} bytes; health-test failures: RCT ${status.healthFailures['repetition-count']}, APT ${status.healthFailures['adaptive-proportion']}, FIPS 140-2 ${status.healthFailures.fips140}`);
+  const f = status.healthFailures;
+  out.push(
+    `pulled: ${status.bytesPulled} bytes, ${status.bytesPassed} passed; failed verdicts: RCT ${f['repetition-count']}, APT ${f['adaptive-proportion']}, ` +
+      `pattern ${f.pattern}, FIPS 140-2 ${f.fips140}${status.buffer.bytesDiscarded ? `; ${status.buffer.bytesDiscarded} bytes emptied from the buffer` : ''}`,
+  );
   for (const s of status.sources) {
-    out.push(`source ${s.url}: ${s.state}, ${s.bytesPulled} bytes, ${s.blocksPassed} blocks passed, ${s.blocksFailed} failed${s.lastError ? `; last error: ${s.lastError}` : ''}`);
+    const dropped = Object.entries(s.bytesDropped)
+      .filter(([, n]) => n > 0)
+      .map(([reason, n]) => `${reason} ${n}`);
+    out.push(
+      `source ${s.url}: ${s.state}, ${s.bytesPulled} bytes pulled, ${s.bytesPassed} passed, dropped: ${dropped.length ? dropped.join(', ') : 'none'}` +
+        `${s.bytesAwaitingFips ? `, ${s.bytesAwaitingFips} awaiting a FIPS block` : ''}${s.lastError ? `; last error: ${s.lastError}` : ''}`,
+    );
   }
   for (const k of status.sinks) {
     const credit = k.kind === 'kernel' ? `, ${k.creditedBits} bits credited` : '';

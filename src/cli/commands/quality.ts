@@ -1,5 +1,6 @@
 // `qentropy quality run` (one run now, stored like a scheduled one) and
-// `qentropy quality report [ID]` (a stored run as NIST's finalAnalysisReport.txt).
+// `qentropy quality report [ID]` (a stored run as NIST's finalAnalysisReport.txt, and with
+// --html FILE as the quality page's self-contained HTML report).
 // Each is also a library function below. See docs/quality.md.
 import fs from 'node:fs';
 
@@ -10,6 +11,7 @@ import { QualityRunner } from '../../quality/run.js';
 import { EntropyApiSource, OwnPoolSource, type QualityBitSource } from '../../quality/sources.js';
 import { QualityStore } from '../../quality/store.js';
 import { formatRunReport } from '../../quality/text-report.js';
+import { buildRunView, writeHtmlReport, type RunViewInput } from '../../quality-page/index.js';
 import { createNativeTester } from '../../sources/native-tester.js';
 import { createSource, parseSourceSpec } from '../../sources/index.js';
 import { openDatabase, type Db } from '../../storage/db.js';
@@ -22,6 +24,11 @@ interface CommonOptions {
   config?: string;
   storage?: string;
   json?: boolean;
+}
+
+export interface QualityReportOptions extends CommonOptions {
+  /** Also write the run as a self-contained HTML file here. */
+  html?: string;
 }
 
 export interface QualityRunOptions extends CommonOptions {
@@ -137,7 +144,7 @@ export async function runQualityOnce(options: QualityRunOptions, out: NodeJS.Wri
 }
 
 /** Prints a stored run's report (the newest when `id` is omitted). */
-export async function printQualityReport(id: string | undefined, options: CommonOptions, out: NodeJS.WritableStream = process.stdout): Promise<void> {
+export async function printQualityReport(id: string | undefined, options: QualityReportOptions, out: NodeJS.WritableStream = process.stdout): Promise<void> {
   if (id !== undefined && (!/^[0-9]{1,15}$/.test(id) || Number(id) < 1)) throw new CliError(`run id '${id}': expected a positive integer`);
   const url = options.storage ?? readConfig(options).storage.url;
   const { db, store } = await openStore(url);
@@ -146,6 +153,13 @@ export async function printQualityReport(id: string | undefined, options: Common
     if (runId === undefined) throw new CliError('no quality run is stored yet');
     const report = await store.getReport(runId);
     if (!report) throw new CliError(`no quality run ${runId}`);
+    if (options.html !== undefined) {
+      try {
+        await writeHtmlReport(options.html, buildRunView({ id: runId, ...(report as RunViewInput) }));
+      } catch (err) {
+        throw new CliError(`--html: cannot write ${options.html}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+    }
     out.write(options.json ? `${JSON.stringify({ id: runId, ...report }, null, 2)}\n` : formatRunReport({ id: runId, ...report }));
   } finally {
     await db.close();
@@ -177,7 +191,8 @@ export function registerQuality(program: Command): void {
     .option('--config <file>', 'config file (default $QENTROPY_CONFIG or /etc/qentropy/qentropy.json)')
     .option('--storage <url>', 'storage URL, overriding the config: sqlite:PATH or postgres://...')
     .option('--json', 'print the stored per-run report as JSON')
-    .action(async (id: string | undefined, opts: CommonOptions) => {
+    .option('--html <file>', 'also write the run as one self-contained HTML report')
+    .action(async (id: string | undefined, opts: QualityReportOptions) => {
       await printQualityReport(id, opts);
     });
 }

@@ -1,9 +1,10 @@
 // `qentropy sts FILE`: the NIST SP 800-22 battery on a file, like NIST's `assess` but
 // fast and non-interactive (docs/sts.md).
 //   qentropy sts FILE [--format binary|ascii] [--bits N] [--streams M] [--tests LIST]
-//                [--param k=v]... [--threads T] [--json]
+//                [--param k=v]... [--threads T] [--json] [--html FILE]
 // Prints a report shaped like NIST's finalAnalysisReport.txt (or JSON, product.md §5.4);
-// a progress bar on stderr when it is a terminal. Exit 0 when the run completes (the
+// a progress bar on stderr when it is a terminal; --html also writes the run as one
+// self-contained HTML file (the quality page's run view). Exit 0 when the run completes (the
 // verdict is in the output), 2 for bad input, 130 when interrupted.
 import os from 'node:os';
 
@@ -12,7 +13,8 @@ import type { Command } from 'commander';
 import { StsAbortError, StsInputError } from '../../sts/battery.js';
 import { runBatteryOnFile, type SequenceFileLayout } from '../../sts/file.js';
 import { formatReport, toJson } from '../../sts/report.js';
-import { PARAM_NAMES, TEST_NAMES, type StsParams, type TestName } from '../../sts/types.js';
+import { PARAM_NAMES, TEST_NAMES, type BatteryResult, type StsParams, type TestName } from '../../sts/types.js';
+import { buildRunView, writeHtmlReport } from '../../quality-page/index.js';
 import { CliError } from '../errors.js';
 
 interface StsCliOptions {
@@ -23,6 +25,7 @@ interface StsCliOptions {
   param: string[];
   threads?: number;
   json?: boolean;
+  html?: string;
   progress?: boolean;
 }
 
@@ -117,8 +120,10 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
       ...(bar ? { onProgress: ({ completed, total }) => layout && layout.bits * total >= 10_000_000 && bar.update(completed, total) } : {}),
     });
     bar?.done();
+    const source = `${file} (${result.format})`;
+    if (opts.html !== undefined) await writeHtml(opts.html, result, source);
     if (opts.json) process.stdout.write(`${JSON.stringify(toJson(result))}\n`);
-    else process.stdout.write(formatReport(result, { source: `${file} (${result.format})` }));
+    else process.stdout.write(formatReport(result, { source }));
   } catch (err) {
     bar?.done();
     if (err instanceof StsAbortError) throw new CliError('interrupted', 130);
@@ -126,6 +131,26 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
     throw err;
   } finally {
     process.removeListener('SIGINT', onSigint);
+  }
+}
+
+/** The battery result as the quality page's run view, written whole to `file`. */
+async function writeHtml(file: string, result: BatteryResult, source: string): Promise<void> {
+  const s = result.summary;
+  const view = buildRunView({
+    source,
+    completed: new Date().toISOString(),
+    layout: { streams: result.streams, bitsPerStream: result.n },
+    alpha: s.alpha,
+    criteria: s.criteria,
+    subTests: s.subTests,
+    uniformity: s.uniformity,
+    repetition: s.repetition,
+  });
+  try {
+    await writeHtmlReport(file, view);
+  } catch (err) {
+    throw new CliError(`--html: cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
 }
 
@@ -141,6 +166,7 @@ export function registerSts(program: Command): void {
     .option('--param <name=value>', `a test parameter, repeatable: ${PARAM_NAMES.join(', ')}`, collect, [])
     .option('--threads <t>', 'worker threads (default: every core)', positiveInteger('--threads', 1024))
     .option('--json', 'print JSON: {n, params, sequences: [{tests}], summary}')
+    .option('--html <file>', 'also write the result as one self-contained HTML report')
     .option('--no-progress', 'no progress bar even on a terminal')
     .action(async (file: string, opts: StsCliOptions) => {
       await runStsCommand(file, opts);

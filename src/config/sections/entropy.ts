@@ -77,6 +77,12 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
 
 export const entropySection: ConfigSection<EntropyConfig> = {
   key: 'entropy',
+  paths: {
+    'tls.certFile': 'file',
+    'tls.keyFile': 'file',
+    'upstream.tokenFile': 'file',
+    'upstream.caFile': 'file',
+  },
   env: {
     enabled: 'boolean',
     'listen.host': 'string',
@@ -137,7 +143,7 @@ export const entropySection: ConfigSection<EntropyConfig> = {
       pool: { capacityBytes, lowWaterBytes, ...(chunkBytes !== undefined ? { chunkBytes } : {}) },
       health,
       rateLimit,
-      logRequests: node.child('logRequests').boolean(true),
+      logRequests: node.child('logRequests').boolean(false),
     };
   },
 };

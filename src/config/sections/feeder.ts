@@ -106,6 +106,14 @@ function validateFile(node: ConfigNode): FeederFileConfig {
 
 export const feederSection: ConfigSection<FeederConfig> = {
   key: 'feeder',
+  paths: {
+    'sources.*.tokenFile': 'file',
+    'sources.*.caFile': 'file',
+    'pkcs11.*.module': 'file',
+    'pkcs11.*.pinFile': 'file',
+    'files.*.path': 'file',
+    'status.file': 'file',
+  },
   env: {
     enabled: 'boolean',
     'kernel.enabled': 'boolean',

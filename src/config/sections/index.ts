@@ -3,11 +3,11 @@
 import { sectionFromParser } from '../section.js';
 import { entropySection } from './entropy.js';
 import { feederSection } from './feeder.js';
-import { parseKmeConfig } from './kme.js';
+import { KME_ENV, KME_PATHS, parseKmeConfig } from './kme.js';
 import { qualitySection } from './quality.js';
 
 /** The kme role parses its own section (throwing on the first problem); absent = disabled. */
-export const kmeSection = sectionFromParser('kme', parseKmeConfig, { enabled: false as const });
+export const kmeSection = { ...sectionFromParser('kme', parseKmeConfig, { enabled: false as const }), paths: KME_PATHS, env: KME_ENV };
 
 export const ROLE_SECTIONS = [entropySection, qualitySection, kmeSection, feederSection] as const;
 

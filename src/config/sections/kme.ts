@@ -1,6 +1,10 @@
 // The `kme` section of qentropy.json: one site of a key distribution cluster (docs/kme.md).
 // Validation names the key and the problem ("kme.peers.B.url: must be an https:// URL").
+import path from 'node:path';
+
 import { isValidId } from '../../pki/identity.js';
+import type { PathKeys } from '../paths.js';
+import type { EnvValueType, SectionContext } from '../section.js';
 
 export type KmeSeedSourceKind = 'pool' | 'entropy-api' | 'system';
 
@@ -37,6 +41,8 @@ export interface KmeConfig {
   maxSaeIdCount: number;
   /** Lifetime of a stored key. */
   keyTtlSeconds: number;
+  /** Lifetime at the peer of keys whose enc_keys answer a crash of the origin may have lost. */
+  orphanKeyTtlSeconds: number;
   /** How long enc_keys waits for the peer to store a delivery. */
   peerTimeoutMs: number;
   /** Period of the expiry sweep and of retrying notices to peers. */
@@ -46,7 +52,8 @@ export interface KmeConfig {
 export const KME_DEFAULTS = {
   enabled: false,
   listen: { host: '0.0.0.0', port: 8443 },
-  siteKeyFile: '/var/lib/qentropy/kme-site.key',
+  /** Under the daemon's stateDir (default /var/lib/qentropy). */
+  siteKeyFile: 'kme-site.key',
   seedSource: 'pool' as KmeSeedSourceKind,
   keySize: 256,
   minKeySize: 64,
@@ -55,8 +62,30 @@ export const KME_DEFAULTS = {
   maxKeyCount: 100_000,
   maxSaeIdCount: 8,
   keyTtlSeconds: 86_400,
+  orphanKeyTtlSeconds: 300,
   peerTimeoutMs: 5_000,
   maintenanceSeconds: 5,
+};
+
+/** Keys holding files (relative ones in a config file are beside the file). */
+export const KME_PATHS: PathKeys = {
+  'tls.cert': 'file',
+  'tls.key': 'file',
+  'tls.ca': 'file',
+  storage: 'storage-url',
+  siteKeyFile: 'file',
+  'peers.*.pskFile': 'file',
+  'entropyApi.tokenFile': 'file',
+  'entropyApi.caFile': 'file',
+};
+
+/** Keys `QENTROPY_KME_*` variables may set (e.g. QENTROPY_KME_LISTEN_PORT). */
+export const KME_ENV: Readonly<Record<string, EnvValueType>> = {
+  enabled: 'boolean',
+  'listen.host': 'string',
+  'listen.port': 'integer',
+  storage: 'string',
+  siteKeyFile: 'string',
 };
 
 export class KmeConfigError extends Error {
@@ -96,11 +125,12 @@ function checkKnown(o: Obj, known: readonly string[], at: string): void {
 
 const KNOWN = [
   'enabled', 'id', 'listen', 'tls', 'storage', 'siteKeyFile', 'peers', 'saes', 'seedSource', 'entropyApi', 'keySize', 'minKeySize',
-  'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'peerTimeoutMs', 'maintenanceSeconds',
+  'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'orphanKeyTtlSeconds', 'peerTimeoutMs',
+  'maintenanceSeconds',
 ] as const;
 
 /** Validates the `kme` section (raw JSON) and fills defaults. */
-export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
+export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext = { stateDir: '/var/lib/qentropy' }): KmeConfig {
   if (!isObj(raw)) throw new KmeConfigError(at, 'must be an object');
   checkKnown(raw, KNOWN, at);
   const enabled = raw.enabled === undefined ? true : raw.enabled;
@@ -187,7 +217,7 @@ export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
     listen,
     tls,
     ...(storage !== undefined ? { storage } : {}),
-    siteKeyFile: str(raw, 'siteKeyFile', at, KME_DEFAULTS.siteKeyFile),
+    siteKeyFile: str(raw, 'siteKeyFile', at, path.join(context.stateDir, KME_DEFAULTS.siteKeyFile)),
     peers,
     saes,
     seedSource,
@@ -199,6 +229,7 @@ export function parseKmeConfig(raw: unknown, at = 'kme'): KmeConfig {
     maxKeyCount: int(raw, 'maxKeyCount', at, KME_DEFAULTS.maxKeyCount, 1, 1_000_000_000),
     maxSaeIdCount: int(raw, 'maxSaeIdCount', at, KME_DEFAULTS.maxSaeIdCount, 0, 1000),
     keyTtlSeconds: int(raw, 'keyTtlSeconds', at, KME_DEFAULTS.keyTtlSeconds, 1, 10 * 365 * 86_400),
+    orphanKeyTtlSeconds: int(raw, 'orphanKeyTtlSeconds', at, KME_DEFAULTS.orphanKeyTtlSeconds, 1, 10 * 365 * 86_400),
     peerTimeoutMs: int(raw, 'peerTimeoutMs', at, KME_DEFAULTS.peerTimeoutMs, 100, 600_000),
     maintenanceSeconds: int(raw, 'maintenanceSeconds', at, KME_DEFAULTS.maintenanceSeconds, 1, 3600),
   };

@@ -83,6 +83,12 @@ function validateLocalSource(node: ConfigNode): string | undefined {
 
 export const qualitySection: ConfigSection<QualityConfig> = {
   key: 'quality',
+  paths: {
+    'tls.certFile': 'file',
+    'tls.keyFile': 'file',
+    'entropyApi.tokenFile': 'file',
+    'entropyApi.caFile': 'file',
+  },
   env: {
     enabled: 'boolean',
     'listen.host': 'string',

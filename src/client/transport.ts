@@ -1,0 +1,100 @@
+// The client's HTTP(S) transport on Node's own http/https modules, with keep-alive agents.
+// (undici, used before, parses HTTP in WebAssembly: importing it and making the first
+// request cost 25 MB of RSS, a third of a feeder-only daemon; Node's native parser costs
+// about 3 MB. docs/feeder.md, "Memory".)
+import http from 'node:http';
+import https from 'node:https';
+
+export interface TransportOptions {
+  /** Keep-alive connections per origin. */
+  connections: number;
+  /** Whole-request time limit (connect, head and body). */
+  timeoutMs: number;
+  /** PEM CA certificate(s) to trust instead of the system store. */
+  ca?: string | Buffer;
+}
+
+export interface TransportRequest {
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string;
+  /** Largest body accepted for a status; a larger one fails the request. */
+  bodyLimit: (status: number) => number;
+  signal?: AbortSignal;
+}
+
+export interface TransportResponse {
+  statusCode: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** `phase` says whether the server answered before things went wrong. */
+export class TransportError extends Error {
+  constructor(
+    readonly phase: 'request' | 'response',
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'TransportError';
+  }
+}
+
+/** Idle keep-alive connections are closed after this long. */
+const IDLE_MS = 10_000;
+
+export class HttpTransport {
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+
+  constructor(private readonly options: TransportOptions) {
+    // `timeout` on an agent closes only *idle* pooled sockets; requests in flight are
+    // bounded by the per-request signal below.
+    const common = { keepAlive: true, maxSockets: options.connections, maxFreeSockets: options.connections, timeout: IDLE_MS };
+    this.httpAgent = new http.Agent(common);
+    this.httpsAgent = new https.Agent({ ...common, minVersion: 'TLSv1.2', ...(options.ca !== undefined ? { ca: options.ca } : {}) });
+  }
+
+  request(url: URL, req: TransportRequest): Promise<TransportResponse> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
+    const secure = url.protocol === 'https:';
+    return new Promise((resolve, reject) => {
+      let answered = false;
+      const outgoing = (secure ? https : http).request(
+        url,
+        { method: req.method, headers: req.headers, agent: secure ? this.httpsAgent : this.httpAgent, signal },
+        (res) => {
+          answered = true;
+          const status = res.statusCode ?? 0;
+          const limit = req.bodyLimit(status);
+          const chunks: Buffer[] = [];
+          let total = 0;
+          res.on('data', (chunk: Buffer) => {
+            total += chunk.length;
+            if (total > limit) res.destroy(new Error(`response larger than ${limit} bytes`));
+            else chunks.push(chunk);
+          });
+          res.on('end', () => resolve({ statusCode: status, headers: res.headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) }));
+          res.on('error', (err) => reject(new TransportError('response', reason(err, timeout), status)));
+        },
+      );
+      outgoing.on('error', (err) => {
+        if (!answered) reject(new TransportError('request', reason(err, timeout)));
+      });
+      outgoing.end(req.body);
+    });
+  }
+
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+}
+
+/** One line for what went wrong on the wire. */
+function reason(err: Error & { code?: string }, timeout: AbortSignal): string {
+  if (timeout.aborted) return 'timed out';
+  return err.code && !err.message.includes(err.code) ? `${err.message} (${err.code})` : err.message;
+}

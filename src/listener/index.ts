@@ -1,0 +1,94 @@
+// The HTTP(S) server under the entropy and quality listeners (Fastify's serverFactory):
+// the limits both share, and answers for requests that never reach Fastify's router, in
+// the same JSON error shape as every other error ({"message": "...", "details": [...]}). Node's HTTP server handles
+// three such cases itself, and by default answers none of them with a body:
+//   - bytes its parser rejects ('clientError': we answer 400, 408 or 431);
+//   - CONNECT ('connect': with no listener Node just closes the socket, so the client
+//     got no answer at all; we answer 405, this server is no proxy);
+//   - an HTTP/1.1 request without Host (Node answers an empty 400; RFC 9112 §3.2 requires
+//     the 400, we add the body).
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+
+/** Writes one complete HTTP/1.1 response with a JSON error body and closes the connection. */
+export function writeRawError(
+  socket: Duplex,
+  status: number,
+  message: string,
+  details: unknown[],
+  headers: Record<string, string> = {},
+): void {
+  if (socket.destroyed || !socket.writable) return;
+  const body = JSON.stringify({ message, details });
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n${extra}` +
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** Fastify's clientErrorHandler: the parser rejected the request (or it timed out). */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET') return;
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    writeRawError(socket, 431, 'request headers too large', [{ code: error.code }]);
+  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    writeRawError(socket, 408, 'request timed out', [{ code: error.code }]);
+  } else {
+    writeRawError(socket, 400, 'malformed HTTP request', [{ code: error.code ?? 'unknown' }]);
+  }
+}
+
+export interface ListenerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  /** Oldest protocol accepted (default TLS 1.3). */
+  minVersion?: 'TLSv1.2' | 'TLSv1.3';
+}
+
+/**
+ * An HTTPS server (HTTP without `tls`) for `handler`, with the shared limits: request head
+ * `maxHeaderSize` (default 8 KiB), request 30 s, headers 10 s, keep-alive 5 s.
+ */
+export function createListener(
+  handler: http.RequestListener,
+  tls: ListenerTls | undefined,
+  maxHeaderSize = 8192,
+): http.Server {
+  // requireHostHeader off: Node would answer a Host-less request with an empty 400 itself.
+  const common = { maxHeaderSize, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000, requireHostHeader: false };
+  const server = tls
+    ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3' })
+    : http.createServer(common);
+  server.keepAliveTimeout = common.keepAliveTimeout;
+  server.on('request', guardRawRequests(server, handler));
+  return server;
+}
+
+/**
+ * Wraps a request handler: an HTTP/1.1 request without Host gets a JSON 400 (RFC 9112
+ * §3.2), and CONNECT on the server gets a JSON 405.
+ */
+function guardRawRequests(server: http.Server, handler: http.RequestListener): http.RequestListener {
+  server.on('connect', (request: http.IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    // The request target of CONNECT is a host:port, never one of our resources.
+    writeRawError(socket, 405, 'method CONNECT not allowed: this server is not a proxy', [{ method: 'CONNECT', allow: [] }], {
+      Allow: '',
+    });
+    request.resume();
+  });
+  return (request, response) => {
+    if (request.httpVersion === '1.1' && request.headers.host === undefined) {
+      const body = JSON.stringify({ message: 'request has no Host header', details: [{ header: 'Host', problem: 'missing' }] });
+      response.shouldKeepAlive = false;
+      response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      response.end(body);
+      return;
+    }
+    handler(request, response);
+  };
+}

@@ -1,0 +1,204 @@
+// The live quality page: loads the timeline, the latest run and the failing runs from the
+// page's data endpoints, draws them with view.js, and follows new runs through server-sent
+// events (/page/v1/events). The selected run lives in the URL (#run=ID&hours=H), so marks
+// are plain links: clickable, focusable and activated with Enter, and a view can be shared.
+import { esc, renderFailing, renderRun, renderSummary, renderTimeline } from './view.js';
+
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+const state = {
+  hours: 24,
+  retentionHours: 24 * 90,
+  /** @type {any[]} */ runs: [],
+  now: Date.now(),
+  /** Explicitly selected run id, or null to follow the newest. */
+  selectedId: /** @type {number | null} */ (null),
+  latest: /** @type {any} */ (null),
+  selected: /** @type {any} */ (null),
+};
+
+/** The JSON at `url`; null for 204 (e.g. no run stored yet). */
+async function getJson(url) {
+  const response = await fetch(url, { headers: { accept: 'application/json' } });
+  if (response.status === 204) return null;
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try {
+      message = (await response.json()).message ?? message;
+    } catch {}
+    throw new Error(`${url}: ${message}`);
+  }
+  return response.json();
+}
+
+function readHash() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const run = params.get('run');
+  const hours = Number(params.get('hours'));
+  state.selectedId = run && /^[0-9]+$/.test(run) ? Number(run) : null;
+  if (Number.isInteger(hours) && hours > 0) state.hours = hours;
+}
+
+function announce(text) {
+  $('live-status').textContent = text;
+}
+
+function showError(where, err) {
+  $(where).innerHTML = `<p class="problem" role="alert">Could not load: ${esc(err.message)}</p>`;
+}
+
+function drawTimeline() {
+  const box = $('timeline-chart');
+  const width = Math.max(300, Math.floor(box.clientWidth));
+  const to = Math.max(state.now, ...state.runs.map((r) => r.time));
+  const from = to - state.hours * 3_600_000;
+  box.innerHTML = renderTimeline(state.runs, { from, to, width, selectedId: state.selected?.id ?? null });
+  $('timeline-count').textContent = `${state.runs.length} run${state.runs.length === 1 ? '' : 's'} in the last ${state.hours} h`;
+}
+
+function drawRangeOptions() {
+  const select = /** @type {HTMLSelectElement} */ ($('range'));
+  const choices = [
+    [24, '24 hours'],
+    [72, '3 days'],
+    [168, '7 days'],
+    [720, '30 days'],
+    [2160, '90 days'],
+  ].filter(([h]) => h <= state.retentionHours);
+  if (!choices.some(([h]) => h === state.retentionHours)) choices.push([state.retentionHours, `${Math.round(state.retentionHours / 24)} days (all kept)`]);
+  if (!choices.some(([h]) => h === state.hours)) choices.push([state.hours, `${state.hours} hours`]);
+  select.innerHTML = choices
+    .sort((a, b) => a[0] - b[0])
+    .map(([h, label]) => `<option value="${h}"${h === state.hours ? ' selected' : ''}>${label}</option>`)
+    .join('');
+}
+
+async function loadTimeline() {
+  const data = await getJson(`/page/v1/timeline?hours=${state.hours}`);
+  state.runs = data.runs;
+  state.now = data.now;
+  state.retentionHours = data.retentionHours;
+  drawRangeOptions();
+  drawTimeline();
+}
+
+function drawNow() {
+  $('now-body').innerHTML = state.latest
+    ? renderSummary(state.latest, { title: `Latest run ${state.latest.id}` })
+    : '<p>No run is stored yet: the first one starts when the service starts and takes about a minute.</p>';
+}
+
+function drawSelected() {
+  const body = $('selected-body');
+  const run = state.selected;
+  if (!run) {
+    body.innerHTML = '<p>No run selected.</p>';
+    return;
+  }
+  body.innerHTML =
+    renderRun(run, { title: `Run ${run.id}` }) +
+    `<p class="downloads"><a href="/runs/${run.id}/report.html">This run as a self-contained HTML report</a> · ` +
+    `<a href="/api/v1/runs/${run.id}">its full JSON report</a>` +
+    (run.keptBits > 0 ? ` · <a href="/page/v1/runs/${run.id}/bits" download="qentropy-run-${run.id}.bin">its ${run.keptBits.toLocaleString('en-US')} tested bits</a>` : '') +
+    `</p>`;
+  const index = state.runs.findIndex((r) => r.id === run.id);
+  /** @type {HTMLButtonElement} */ ($('prev-run')).disabled = index <= 0;
+  /** @type {HTMLButtonElement} */ ($('next-run')).disabled = index < 0 || index >= state.runs.length - 1;
+}
+
+async function loadSelected() {
+  const id = state.selectedId ?? state.latest?.id ?? null;
+  if (id === null) {
+    state.selected = null;
+  } else if (state.selected?.id !== id) {
+    try {
+      state.selected = id === state.latest?.id ? state.latest : await getJson(`/page/v1/runs/${id}`);
+    } catch (err) {
+      showError('selected-body', err);
+      return;
+    }
+  }
+  drawSelected();
+  drawTimeline();
+}
+
+async function loadFailing() {
+  try {
+    $('failing-body').innerHTML = renderFailing((await getJson('/page/v1/failing?num=20')).runs);
+  } catch (err) {
+    showError('failing-body', err);
+  }
+}
+
+async function loadLatest() {
+  state.latest = await getJson('/page/v1/runs/latest');
+  drawNow();
+}
+
+function setHash() {
+  const params = new URLSearchParams();
+  if (state.selectedId !== null) params.set('run', String(state.selectedId));
+  if (state.hours !== 24) params.set('hours', String(state.hours));
+  const text = params.toString();
+  history.replaceState(null, '', text ? `#${text}` : location.pathname);
+}
+
+/** A new run arrived (server-sent event): add it, and follow it unless another run is pinned. */
+async function onNewRun(run) {
+  if (state.runs.some((r) => r.id === run.id)) return;
+  state.runs.push(run);
+  state.runs.sort((a, b) => a.time - b.time || a.id - b.id);
+  state.now = Math.max(state.now, run.time);
+  const cutoff = state.now - state.hours * 3_600_000;
+  state.runs = state.runs.filter((r) => r.time >= cutoff);
+  await loadLatest();
+  announce(`Live: new run ${run.id} at ${new Date(run.time).toISOString().slice(11, 19)} UTC — ${run.status === 'error' ? 'not tested' : run.strict ? 'failed' : run.loose ? 'passed, one criterion failed' : 'passed'}`);
+  if (run.loose) void loadFailing();
+  await loadSelected();
+}
+
+function connect() {
+  // `after`: runs stored since the page loaded are sent first (reconnects use Last-Event-ID).
+  const known = Math.max(0, state.latest?.id ?? 0, ...state.runs.map((r) => r.id));
+  const events = new EventSource(`/page/v1/events?after=${known}`);
+  events.addEventListener('open', () => announce('Live: new runs appear here as they complete.'));
+  events.addEventListener('run', (e) => void onNewRun(JSON.parse(/** @type {MessageEvent} */ (e).data)));
+  events.addEventListener('error', () => announce('Live updates interrupted; reconnecting…'));
+}
+
+function step(delta) {
+  const index = state.runs.findIndex((r) => r.id === state.selected?.id);
+  const next = state.runs[index + delta];
+  if (next) location.hash = `run=${next.id}${state.hours !== 24 ? `&hours=${state.hours}` : ''}`;
+}
+
+async function start() {
+  readHash();
+  $('range').addEventListener('change', async (e) => {
+    state.hours = Number(/** @type {HTMLSelectElement} */ (e.target).value);
+    setHash();
+    await loadTimeline().catch((err) => showError('timeline-chart', err));
+  });
+  $('prev-run').addEventListener('click', () => step(-1));
+  $('next-run').addEventListener('click', () => step(1));
+  $('follow-latest').addEventListener('click', () => {
+    state.selectedId = null;
+    setHash();
+    void loadSelected();
+  });
+  window.addEventListener('hashchange', () => {
+    readHash();
+    void loadSelected().then(() => $('selected').focus());
+  });
+  new ResizeObserver(() => drawTimeline()).observe($('timeline-chart'));
+  await Promise.all([
+    loadTimeline().catch((err) => showError('timeline-chart', err)),
+    loadLatest().catch((err) => showError('now-body', err)),
+    loadFailing(),
+  ]);
+  await loadSelected();
+  connect();
+  document.body.dataset.ready = 'true';
+}
+
+void start();

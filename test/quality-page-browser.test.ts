@@ -1,0 +1,298 @@
+// The quality page in a real browser (Debian's chromium through playwright-core), over a
+// day of runs made by really running the battery (test/helpers/quality-seed.ts): it loads
+// without a console error or CSP violation and under 200 kB, draws one timeline mark per
+// run and the 15 histograms at the battery's counts, shows a failing run's flagged tests
+// (chosen by mouse or keyboard), takes a new run without a reload, and the HTML reports
+// open from file:// with the network off. Screenshots go to test-output/quality-page/.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import type { FastifyInstance } from 'fastify';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { main } from '../src/cli/main.js';
+import { buildQualityApp } from '../src/quality/api.js';
+import { QualityStore } from '../src/quality/store.js';
+import { PAGE_CSP, registerQualityPage } from '../src/quality-page/index.js';
+import { openDatabase, type Db } from '../src/storage/db.js';
+import type { SubTestSummary, TestName } from '../src/sts/types.js';
+import { prfBytes } from './helpers/bit-patterns.js';
+import { launchBrowser, testOutputDir, type Browser } from './helpers/browser.js';
+import { fillDay, seedRun, type SeededDay } from './helpers/quality-seed.js';
+
+const FIRST_PAINT_BUDGET = 200_000;
+
+interface Watched {
+  page: Page;
+  problems: string[];
+  requests: string[];
+  /** Bytes received so far (headers and bodies, as the network saw them). */
+  transferred(): number;
+}
+
+const isFlagged = (st: SubTestSummary): boolean => (st.sampleSize > 0 && !st.proportionOk) || (st.uniformityAssessed && !st.uniformityOk);
+
+describe('quality page in a real browser', () => {
+  let dir: string;
+  let db: Db;
+  let store: QualityStore;
+  let app: FastifyInstance;
+  let base: string;
+  let day: SeededDay;
+  let browser: Browser;
+  const shots = testOutputDir('quality-page');
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-page-'));
+    db = await openDatabase({ url: `sqlite:${path.join(dir, 'quality.db')}` });
+    store = await QualityStore.open(db);
+    day = await fillDay(store, Date.now() - 120_000);
+    app = await buildQualityApp({ store, logger: false });
+    await registerQualityPage(app, { store, watchIntervalMs: 250 });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await db?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A new tab that records console errors, uncaught errors, CSP violations, requests and bytes. */
+  async function watchedPage(): Promise<Watched> {
+    const page = await browser.context.newPage();
+    const problems: string[] = [];
+    const requests: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('request', (r) => requests.push(r.url()));
+    // (Strings, not functions: this file is compiled without the DOM's types.)
+    await page.addInitScript(
+      "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
+    );
+    const cdp = await browser.context.newCDPSession(page);
+    await cdp.send('Network.enable');
+    let bytes = 0;
+    cdp.on('Network.loadingFinished', (e) => {
+      bytes += e.encodedDataLength;
+    });
+    return { page, problems, requests, transferred: () => bytes };
+  }
+
+  async function openLive(hash = ''): Promise<Watched> {
+    const w = await watchedPage();
+    await w.page.goto(`${base}/${hash}`);
+    await w.page.waitForSelector('body[data-ready="true"]');
+    return w;
+  }
+
+  async function storedReport(id: number): Promise<{ subTests: SubTestSummary[] }> {
+    return (await store.getReport(id)) as unknown as { subTests: SubTestSummary[] };
+  }
+
+  it('loads with no console error and no CSP violation, under 200 kB with 144 runs', async () => {
+    const response = await fetch(`${base}/`);
+    const csp = response.headers.get('content-security-policy') ?? '';
+    expect(csp).toBe(PAGE_CSP);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:|\*/);
+
+    const w = await openLive();
+    await w.page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => undefined); // the event stream stays open
+    const bytes = w.transferred();
+    fs.writeFileSync(path.join(shots, 'first-paint.json'), `${JSON.stringify({ runs: day.ids.length, bytes, requests: w.requests }, null, 2)}\n`);
+    console.log(`quality page first paint with ${day.ids.length} runs: ${bytes} bytes in ${w.requests.length} requests`);
+    expect(bytes).toBeGreaterThan(10_000);
+    expect(bytes).toBeLessThan(FIRST_PAINT_BUDGET);
+    expect(w.requests.every((u) => u.startsWith(base))).toBe(true);
+    expect(await w.page.locator('#now-body').innerText()).toContain(`Latest run ${day.real.pass}`);
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it('draws one timeline mark per run, failing runs marked as such', async () => {
+    const w = await openLive();
+    const marks = await w.page.$$eval('#timeline-chart a.mark', (as) => as.map((a) => ({ id: Number(a.getAttribute('data-run-id')), verdict: a.getAttribute('data-verdict') })));
+    expect(marks.map((m) => m.id)).toEqual(day.ids);
+    const failing = marks.filter((m) => m.verdict === 'fail' || m.verdict === 'warn').map((m) => m.id);
+    expect(failing).toEqual(day.failing);
+    expect(marks.find((m) => m.id === day.real.error)!.verdict).toBe('error');
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it("renders all 15 histograms with bar heights in proportion to the battery's counts", async () => {
+    const w = await openLive();
+    const cards = await w.page.$$eval('#selected-body article.test-card', (articles) =>
+      articles.map((a) => ({
+        test: a.getAttribute('data-test'),
+        bars: [...a.querySelectorAll('svg.histogram rect.bar')].map((r) => ({
+          count: Number(r.getAttribute('data-count')),
+          height: (r as unknown as { getBBox(): { height: number } }).getBBox().height,
+        })),
+      })),
+    );
+    expect(cards).toHaveLength(15);
+    const report = await storedReport(day.real.pass);
+    for (const card of cards) {
+      const subs = report.subTests.filter((st) => st.test === (card.test as TestName));
+      const expected = Array.from({ length: 10 }, (_, i) => subs.reduce((sum, st) => sum + st.histogram[i]!, 0));
+      expect(card.bars.map((b) => b.count)).toEqual(expected);
+      const tallest = Math.max(...card.bars.map((b) => b.height));
+      const most = Math.max(...expected);
+      for (const [i, bar] of card.bars.entries()) expect(bar.height / tallest).toBeCloseTo(expected[i]! / most, 3);
+    }
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it("selecting a failing run by mouse or keyboard shows its flagged tests and the repetition verdict", async () => {
+    const w = await openLive();
+    await w.page.click(`#timeline-chart a.mark[data-run-id="${day.real.fail}"]`);
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    const report = await storedReport(day.real.fail);
+    const flagged = report.subTests.filter(isFlagged);
+    expect(flagged.length).toBeGreaterThan(0);
+    expect(await w.page.locator('#selected-body .flagged-list tbody tr').count()).toBe(flagged.length);
+    const flaggedCards = await w.page.$$eval('#selected-body article.test-card.flagged', (as) => as.map((a) => a.getAttribute('data-test')));
+    expect(flaggedCards.sort()).toEqual([...new Set(flagged.map((st) => st.test))].sort());
+    expect(await w.page.locator('#selected-body .summary').getAttribute('data-verdict')).toBe('fail');
+    expect(w.page.url()).toContain(`#run=${day.real.fail}`);
+
+    // Keyboard: Tab from the period selector reaches the marks; Enter on one selects it.
+    await w.page.focus('#range');
+    await w.page.keyboard.press('Tab');
+    expect(await w.page.evaluate("document.activeElement.getAttribute('data-run-id')")).toBe(String(day.ids[0]));
+    await w.page.focus(`#timeline-chart a.mark[data-run-id="${day.real.repeat}"]`);
+    await w.page.keyboard.press('Enter');
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.repeat}:")`);
+    expect(await w.page.locator('#selected-body dl.facts').innerText()).toMatch(/Repetition detector\s+✗ flagged\s+\d+ sequence\(s\) repeat an earlier one/);
+    // The buttons step through the runs and back to following the newest.
+    const before = day.ids[day.ids.indexOf(day.real.repeat) - 1]!;
+    await w.page.click('#prev-run');
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${before}:")`);
+    await w.page.click('#follow-latest');
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.pass}:")`);
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it('shows a run completed while the page is open, without a reload', async () => {
+    const w = await openLive();
+    await w.page.evaluate('window.stayed = true');
+    const id = await seedRun(store, 'fail', Date.now());
+    await w.page.waitForSelector(`#timeline-chart a.mark[data-run-id="${id}"]`, { timeout: 20_000 });
+    await w.page.waitForSelector(`#now-body h3:has-text("Latest run ${id}")`);
+    expect(await w.page.locator('#now-body .summary').getAttribute('data-verdict')).toBe('fail');
+    expect(await w.page.locator(`#failing-body tr[data-run-id="${id}"]`).count()).toBe(1);
+    expect(await w.page.locator('#timeline-chart a.mark').count()).toBe(day.ids.length + 1);
+    expect(await w.page.evaluate('window.stayed')).toBe(true);
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it('is readable light, dark, at 360 px and on a 4K screen (screenshots)', async () => {
+    const w = await openLive(`#run=${day.real.fail}`);
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    await w.page.screenshot({ path: path.join(shots, 'light.png') });
+    await w.page.screenshot({ path: path.join(shots, 'light-full.png'), fullPage: true });
+    // For docs/quality.md: the failing run's verdicts and first cards (bands, non-uniform histograms).
+    const box = (await w.page.locator('#selected').boundingBox())!;
+    await w.page.screenshot({ path: path.join(shots, 'selected-failing-run.png'), fullPage: true, clip: { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 1800) } });
+    await w.page.emulateMedia({ colorScheme: 'dark' });
+    expect(await w.page.evaluate('getComputedStyle(document.body).backgroundColor')).toBe('rgb(17, 20, 24)');
+    await w.page.screenshot({ path: path.join(shots, 'dark.png') });
+    await w.page.screenshot({ path: path.join(shots, 'dark-full.png'), fullPage: true });
+    await w.page.emulateMedia({ colorScheme: 'light' });
+    await w.page.setViewportSize({ width: 360, height: 780 });
+    await w.page.waitForTimeout(300); // the timeline redraws on resize
+    expect(await w.page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+    await w.page.screenshot({ path: path.join(shots, 'narrow.png') });
+    await w.page.screenshot({ path: path.join(shots, 'narrow-full.png'), fullPage: true });
+    await w.page.locator('#timeline').screenshot({ path: path.join(shots, 'narrow-timeline.png') });
+    await w.page.setViewportSize({ width: 3840, height: 2160 });
+    await w.page.waitForTimeout(300);
+    expect(await w.page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(3840);
+    expect(await w.page.$eval('#timeline-chart svg', (s) => s.getBoundingClientRect().width)).toBeGreaterThan(2000);
+    await w.page.screenshot({ path: path.join(shots, '4k.png') });
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it('says so when no run is stored yet, without an error', async () => {
+    const emptyDb = await openDatabase({ url: `sqlite:${path.join(dir, 'empty.db')}` });
+    const emptyStore = await QualityStore.open(emptyDb);
+    const empty = await buildQualityApp({ store: emptyStore, logger: false });
+    await registerQualityPage(empty, { store: emptyStore });
+    await empty.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const address = empty.server.address();
+      const w = await watchedPage();
+      await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
+      await w.page.waitForSelector('body[data-ready="true"]');
+      expect(await w.page.locator('#now-body').innerText()).toContain('No run is stored yet');
+      expect(await w.page.locator('#timeline-chart a.mark').count()).toBe(0);
+      expect(w.problems).toEqual([]);
+      await w.page.close();
+    } finally {
+      await empty.close();
+      await emptyDb.close();
+    }
+  });
+
+  /** Opens an HTML file from disk with the network off; returns its 15 cards' bar counts. */
+  async function openReportOffline(file: string, shot: string): Promise<{ tests: (string | null)[]; counts: number[][] }> {
+    const w = await watchedPage();
+    await browser.context.setOffline(true);
+    try {
+      await w.page.goto(pathToFileURL(file).href);
+      await w.page.screenshot({ path: path.join(shots, shot), fullPage: true });
+      const cards = await w.page.$$eval('article.test-card', (as) =>
+        as.map((a) => ({ test: a.getAttribute('data-test'), counts: [...a.querySelectorAll('rect.bar')].map((r) => Number(r.getAttribute('data-count'))) })),
+      );
+      expect(w.requests).toEqual([pathToFileURL(file).href]);
+      expect(w.problems).toEqual([]);
+      return { tests: cards.map((c) => c.test), counts: cards.map((c) => c.counts) };
+    } finally {
+      await browser.context.setOffline(false);
+      await w.page.close();
+    }
+  }
+
+  it('writes HTML reports (quality report --html, sts --html) that open from file:// with the network off', async () => {
+    const reportFile = path.join(dir, 'run.html');
+    expect(await main(['quality', 'report', String(day.real.fail), '--storage', `sqlite:${path.join(dir, 'quality.db')}`, '--html', reportFile])).toBe(0);
+    expect(fs.statSync(reportFile).mode & 0o777).toBe(0o600);
+    const stored = await storedReport(day.real.fail);
+    const fromRun = await openReportOffline(reportFile, 'report-run.png');
+    expect(fromRun.tests).toHaveLength(15);
+    for (const [i, test] of fromRun.tests.entries()) {
+      const subs = stored.subTests.filter((st) => st.test === test);
+      expect(fromRun.counts[i]).toEqual(Array.from({ length: 10 }, (_, c) => subs.reduce((sum, st) => sum + st.histogram[c]!, 0)));
+    }
+
+    const bits = path.join(dir, 'bits.bin');
+    fs.writeFileSync(bits, prfBytes(20 * 125_000, 'sts-html'));
+    const stsFile = path.join(dir, 'sts.html');
+    const print = process.stdout.write.bind(process.stdout);
+    process.stdout.write = (() => true) as typeof process.stdout.write; // the text report, not needed here
+    try {
+      expect(await main(['sts', bits, '--streams', '20', '--no-progress', '--html', stsFile])).toBe(0);
+    } finally {
+      process.stdout.write = print;
+    }
+    const fromSts = await openReportOffline(stsFile, 'report-sts.png');
+    expect(fromSts.tests).toHaveLength(15);
+    // Every P-value of a test lands in one bin: 20 sequences x its sub-tests where applicable.
+    expect(fromSts.counts[0]!.reduce((a, b) => a + b, 0)).toBe(20);
+  });
+});

@@ -1,0 +1,320 @@
+// The quality page's server side over real storage (SQLite, and PostgreSQL when
+// QENTROPY_PG_URL is set), on runs made by the battery: the page and its assets under a
+// strict CSP, the data endpoints (and their 400s), the kept bits download, the event
+// stream (new runs, replay after a reconnect), NIST's acceptance band, min-entropy when a
+// run carries it, and the CLI's --html refusing an unwritable path.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import pino from 'pino';
+
+import { main } from '../src/cli/main.js';
+import { buildQualityApp } from '../src/quality/api.js';
+import { KEPT_BITS, QualityStore } from '../src/quality/store.js';
+import { acceptanceBand, buildRunView, PAGE_CSP, registerQualityPage, renderHtmlReport, type RunViewInput } from '../src/quality-page/index.js';
+import { QualityRole } from '../src/roles/quality.js';
+import type { Db } from '../src/storage/db.js';
+import { describeEachEngine } from './helpers/databases.js';
+import { seedRun, sourceFor } from './helpers/quality-seed.js';
+
+// Small batches keep this file quick; 60 sequences still let uniformity be judged.
+const LAYOUT = { streams: 60, bitsPerStream: 100_000 };
+const HOUR = 3_600_000;
+
+describe('acceptance band', () => {
+  it("is NIST's p̂ ± 3·sqrt(p̂(1−p̂)/m): 0.99 ± 0.0094392 for m = 1000 (SP 800-22 §4.2.1)", () => {
+    const [lo, hi] = acceptanceBand(0.01, 1000);
+    expect(lo).toBeCloseTo(0.99 - 0.0094392, 6);
+    expect(hi).toBeCloseTo(0.99 + 0.0094392, 6);
+  });
+});
+
+describeEachEngine('quality page server', (engine) => {
+  let db: Db;
+  let store: QualityStore;
+  let app: FastifyInstance;
+  let base: string;
+  const ids: Record<'old' | 'pass' | 'fail' | 'error', number> = { old: 0, pass: 0, fail: 0, error: 0 };
+  const now = Date.now();
+
+  beforeAll(async () => {
+    await engine.reset();
+    db = await engine.open();
+    store = await QualityStore.open(db);
+    ids.old = await seedRun(store, 'pass', now - 30 * HOUR, LAYOUT);
+    ids.fail = await seedRun(store, 'fail', now - 2 * HOUR, LAYOUT);
+    ids.error = await seedRun(store, 'error', now - HOUR, LAYOUT);
+    ids.pass = await seedRun(store, 'pass', now - 60_000, LAYOUT);
+    app = await buildQualityApp({ store, logger: false });
+    await registerQualityPage(app, { store, retentionDays: 7, watchIntervalMs: 100, heartbeatMs: 200 });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.close();
+  });
+
+  const get = (p: string, headers: Record<string, string> = {}) => fetch(`${base}${p}`, { headers });
+
+  it('serves the page under a strict CSP and its assets with their types, revalidated by ETag', async () => {
+    const page = await get('/');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toBe(PAGE_CSP);
+    const html = await page.text();
+    expect(html).toContain('<script type="module" src="/assets/app.js"></script>');
+    expect(html).not.toMatch(/<script>|<style|style="|https?:\/\/(?!127)/);
+    for (const [name, type] of [['app.js', 'text/javascript'], ['view.js', 'text/javascript'], ['page.css', 'text/css'], ['icon.svg', 'image/svg+xml']]) {
+      const r = await get(`/assets/${name}`);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toContain(type!);
+      const again = await get(`/assets/${name}`, { 'if-none-match': r.headers.get('etag')! });
+      expect(again.status).toBe(304);
+    }
+    const missing = await get('/assets/secret.txt');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ message: 'not found' });
+  });
+
+  it('timeline: runs of the period, oldest first, errors included, with their criteria', async () => {
+    const body = (await (await get('/page/v1/timeline')).json()) as { hours: number; retentionHours: number; runs: { id: number; status: string; nist: boolean | null; strict: boolean; nistRate: number | null }[] };
+    expect(body.hours).toBe(24);
+    expect(body.retentionHours).toBe(7 * 24);
+    expect(body.runs.map((r) => r.id)).toEqual([ids.fail, ids.error, ids.pass]);
+    const [fail, error, pass] = body.runs;
+    expect(fail).toMatchObject({ status: 'completed', nist: false, strict: true });
+    expect(error).toMatchObject({ status: 'error', nist: null, nistRate: null });
+    const stored = (await store.getRunRow(ids.pass))!;
+    expect(pass).toMatchObject({ status: 'completed', nist: stored.record!.nist_all_passed, uniformity: stored.record!.uniformity_all_passed, strict: stored.strictlyFailing });
+    const longer = (await (await get('/page/v1/timeline?hours=48')).json()) as { runs: { id: number }[] };
+    expect(longer.runs.map((r) => r.id)).toEqual([ids.old, ids.fail, ids.error, ids.pass]);
+  });
+
+  it('answers bad parameters with 400 {message, details}', async () => {
+    const bad = [
+      '/page/v1/timeline?hours=0',
+      '/page/v1/timeline?hours=169',
+      '/page/v1/timeline?hours=abc',
+      '/page/v1/timeline?hours=1&hours=2',
+      '/page/v1/timeline?days=1',
+      '/page/v1/runs/abc',
+      '/page/v1/runs/0',
+      '/page/v1/runs/1?x=1',
+      '/page/v1/runs/-1/bits',
+      '/page/v1/failing?num=0',
+      '/page/v1/failing?num=101',
+      '/page/v1/events?after=-1',
+      '/runs/x/report.html',
+    ];
+    for (const p of bad) {
+      const r = await get(p);
+      expect(r.status, p).toBe(400);
+      expect(r.headers.get('content-type')).toContain('application/json');
+      const body = (await r.json()) as { message: string; details: unknown[] };
+      expect(body.message, p).toMatch(/invalid query parameter|must be/);
+      expect(body.details.length, p).toBeGreaterThan(0);
+    }
+    for (const p of ['/page/v1/runs/999999', `/page/v1/runs/${ids.pass}/bits`, '/runs/999999/report.html']) {
+      const r = await get(p);
+      expect(r.status, p).toBe(404);
+      expect(((await r.json()) as { message: string }).message).toMatch(/no quality run|kept no tested bits/);
+    }
+  });
+
+  it("serves a run folded to 15 tests with the battery's flags, and the latest one", async () => {
+    const latest = (await (await get('/page/v1/runs/latest')).json()) as { id: number };
+    expect(latest.id).toBe(ids.pass);
+    const view = (await (await get(`/page/v1/runs/${ids.fail}`)).json()) as ReturnType<typeof buildRunView>;
+    const report = (await store.getReport(ids.fail)) as unknown as RunViewInput & { subTests: NonNullable<RunViewInput['subTests']> };
+    expect(view.tests).toHaveLength(15);
+    expect(view.subTests).toHaveLength(report.subTests.length);
+    const nonOverlapping = view.tests.find((t) => t.test === 'non_overlapping_template')!;
+    expect(nonOverlapping.subTests).toBe(148);
+    expect(nonOverlapping.histogram.reduce((a, b) => a + b, 0)).toBe(
+      report.subTests.filter((st) => st.test === 'non_overlapping_template').reduce((a, st) => a + st.histogram.reduce((x, y) => x + y, 0), 0),
+    );
+    expect(nonOverlapping.outside).toEqual(report.subTests.filter((st) => st.test === 'non_overlapping_template').map((st) => st.sampleSize > 0 && !st.proportionOk));
+    expect(view.criteria?.strictly_failing).toBe(true);
+    expect(view.minEntropy).toBeNull();
+  });
+
+  it('failing list and the kept bits of a failing run, byte for byte', async () => {
+    const failing = (await (await get('/page/v1/failing')).json()) as { runs: { id: number; keptBits: number }[] };
+    // Newest first; at 60 x 10^5 bits a good run may fail one criterion too (the battery says which).
+    const loose = [];
+    for (const id of [ids.pass, ids.error, ids.fail, ids.old]) if ((await store.getRunRow(id))!.looselyFailing) loose.push(id);
+    expect(loose).toContain(ids.fail);
+    expect(failing.runs.map((r) => r.id)).toEqual(loose);
+    const kept = failing.runs.find((r) => r.id === ids.fail)!.keptBits;
+    expect(kept).toBe(Math.min(KEPT_BITS, LAYOUT.streams * LAYOUT.bitsPerStream));
+    const r = await get(`/page/v1/runs/${ids.fail}/bits`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-disposition')).toBe(`attachment; filename="qentropy-run-${ids.fail}.bin"`);
+    const body = Buffer.from(await r.arrayBuffer());
+    expect(body.equals(await store.readData(ids.fail, 0, kept / 8))).toBe(true);
+  });
+
+  it('serves the HTML report of a run with its own CSP and no script', async () => {
+    const r = await get(`/runs/${ids.fail}/report.html`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]+'/);
+    const html = await r.text();
+    expect(html).not.toMatch(/<script(?! type="application\/json")/);
+    expect((html.match(/<article class="test-card/g) ?? []).length).toBe(15);
+  });
+
+  /** Reads server-sent events until `count` `run` events arrived. */
+  async function readEvents(p: string, count: number, headers: Record<string, string> = {}, during?: () => Promise<unknown>): Promise<{ id: string; run: { id: number; status: string } }[]> {
+    const controller = new AbortController();
+    const r = await fetch(`${base}${p}`, { headers, signal: controller.signal });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const reader = r.body!.getReader();
+    const events: { id: string; run: { id: number; status: string } }[] = [];
+    let text = '';
+    const pending = during?.();
+    try {
+      while (events.length < count) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += Buffer.from(value).toString('utf8');
+        let end: number;
+        while ((end = text.indexOf('\n\n')) >= 0) {
+          const block = text.slice(0, end);
+          text = text.slice(end + 2);
+          const id = /^id: (.*)$/m.exec(block)?.[1];
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (id && data && /^event: run$/m.test(block)) events.push({ id, run: JSON.parse(data) as { id: number; status: string } });
+        }
+      }
+    } finally {
+      controller.abort();
+      await pending;
+    }
+    return events;
+  }
+
+  it('streams each new run as an event, and replays the runs after ?after= or Last-Event-ID', async () => {
+    const replayed = await readEvents(`/page/v1/events?after=${ids.fail}`, 2);
+    expect(replayed.map((e) => e.run.id)).toEqual([ids.error, ids.pass]);
+    expect(replayed.map((e) => e.id)).toEqual([String(ids.error), String(ids.pass)]);
+
+    let fresh = 0;
+    const live = await readEvents(`/page/v1/events?after=${ids.pass}`, 1, {}, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      fresh = await seedRun(store, 'error', Date.now(), LAYOUT);
+    });
+    expect(live.map((e) => e.run)).toEqual([expect.objectContaining({ id: fresh, status: 'error' })]);
+
+    const resumed = await readEvents('/page/v1/events', 1, { 'last-event-id': String(ids.pass) });
+    expect(resumed.map((e) => e.run.id)).toEqual([fresh]);
+  });
+});
+
+describe('run view and report files', () => {
+  const input = (extra: Partial<RunViewInput>): RunViewInput => ({
+    id: 7,
+    status: 'completed',
+    source: 'test',
+    layout: { streams: 1, bitsPerStream: 8 },
+    criteria: {
+      tests_passed: true, nist_all_passed: true, nist_fails: 0, nist_passes: 1, nist_success_rate: 1, nist_min_pass_proportion: 0.9,
+      uniformity_all_passed: false, uniformity_fails: 0, uniformity_passes: 0, uniformity_excluded: 1, uniformity_success_rate: null,
+      strictly_failing: false, loosely_failing: true,
+    },
+    subTests: [],
+    ...extra,
+  });
+
+  it('shows min-entropy when a run carries it (issue 15), and nothing when not', async () => {
+    const withIt = buildRunView(input({ min_entropy: { h_original: 7.91, h_bitstring: 0.99, h_assessed: 7.9 } }));
+    expect(withIt.minEntropy).toEqual({ assessed: 7.9, original: 7.91, bitstring: 0.99 });
+    const html = await renderHtmlReport(withIt);
+    expect(html).toMatch(/Min-entropy \(SP 800-90B\)<\/dt><dd><strong>7\.900000<\/strong> bits per byte assessed, H_original 7\.910000, H_bitstring 0\.990000 per bit/);
+    const without = await renderHtmlReport(buildRunView(input({})));
+    expect(without).not.toContain('Min-entropy');
+    expect(buildRunView(input({ min_entropy: 'unknown' })).minEntropy).toBeNull();
+  });
+
+  it('--html to a path that cannot be written: one line, non-zero exit, nothing left behind', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-html-'));
+    try {
+      const bits = path.join(dir, 'bits.bin');
+      fs.writeFileSync(bits, Buffer.alloc(1250, 0x5a));
+      const errors: string[] = [];
+      const write = process.stderr.write.bind(process.stderr);
+      const out = process.stdout.write.bind(process.stdout);
+      process.stderr.write = ((chunk: string) => errors.push(String(chunk)) > 0) as typeof process.stderr.write;
+      process.stdout.write = (() => true) as typeof process.stdout.write;
+      let code: number;
+      try {
+        code = await main(['sts', bits, '--tests', 'frequency', '--no-progress', '--html', path.join(dir, 'missing', 'report.html')]);
+      } finally {
+        process.stderr.write = write;
+        process.stdout.write = out;
+      }
+      expect(code).toBe(1);
+      expect(errors).toEqual([`qentropy: --html: cannot write ${path.join(dir, 'missing', 'report.html')}: ENOENT\n`]);
+      expect(fs.readdirSync(dir)).toEqual(['bits.bin']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('quality role', () => {
+  it("serves the page at / beside the APIs, and streams its own scheduler's runs to it", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-role-'));
+    const role = new QualityRole(
+      {
+        enabled: true,
+        listen: { host: '127.0.0.1', port: 0 },
+        plainHttp: true,
+        intervalSeconds: 3600,
+        firstRunDelaySeconds: 3600,
+        ...LAYOUT,
+        threads: 1,
+        source: 'pool',
+        drawTimeoutSeconds: 60,
+        retentionDays: 30,
+        passingDataRetentionDays: 0,
+        pruneIntervalSeconds: 3600,
+        logRequests: false,
+        storageUrl: `sqlite:${path.join(dir, 'q.db')}`,
+      },
+      { logger: pino({ level: 'silent' }), stateDir: dir },
+      { source: sourceFor('pass') },
+    );
+    await role.start();
+    const controller = new AbortController();
+    try {
+      const url = role.address!.url;
+      const page = await fetch(`${url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toBe(PAGE_CSP);
+      expect(((await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[] }).runs).toEqual([]);
+      expect((await fetch(`${url}/page/v1/runs/latest`)).status).toBe(204);
+      expect((await fetch(`${url}/page/v1/timeline?hours=721`)).status).toBe(400);
+
+      const events = await fetch(`${url}/page/v1/events`, { signal: controller.signal });
+      const reader = events.body!.getReader();
+      await reader.read(); // the stream is open ("retry:")
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the watch has read the empty store (its first look is at once)
+      const outcome = await role.service!.runNow();
+      let text = '';
+      while (!text.includes('event: run')) text += Buffer.from((await reader.read()).value!).toString('utf8');
+      expect(text).toContain(`id: ${outcome.id}\n`);
+    } finally {
+      controller.abort();
+      await role.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
