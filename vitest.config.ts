@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The installed-package tests run once per Node line from scripts/test-installed.sh.
+    exclude: ['test/installed/**', '**/node_modules/**'],
     // SQLite handles catch a Db call made inside one of its own transactions (a deadlock).
     env: { QENTROPY_CHECK_TRANSACTIONS: '1' },
     // Servers, databases and native work: give them room, but keep CI well inside its limit.

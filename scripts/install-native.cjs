@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// npm's install step for the addon: use a prebuilt binary from ./prebuilds (made by
-// `npm run prebuild`) when one fits this platform, otherwise build from source with
-// cmake-js. Nothing is downloaded: Node-API headers come from the node-api-headers
-// package that cmake-js depends on (package.json "binary.napi_versions").
+// npm's install step for the addon. A prebuilt binary in ./prebuilds (made by
+// `npm run prebuild`, shipped in the npm tarball) is used when one fits this platform;
+// otherwise the addon is compiled from source with cmake-js, and the install says so.
+// Without a compiler it stops with one line naming what to install. Nothing is
+// downloaded: Node-API headers come from the node-api-headers package (a cmake-js
+// dependency), and one Node-API binary serves every Node line.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -10,18 +12,48 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const fromSource = process.env.npm_config_build_from_source === 'true';
+const target = `${process.platform}-${process.arch}`;
 
-if (!fromSource && fs.existsSync(path.join(root, 'prebuilds'))) {
+function log(line) {
+  console.log(`qentropy: ${line}`);
+}
+
+function prebuilt() {
+  if (!fs.existsSync(path.join(root, 'prebuilds'))) return undefined;
   try {
     const file = require('node-gyp-build').resolve(root);
-    if (file.includes(`${path.sep}prebuilds${path.sep}`)) {
-      console.log(`qentropy: using prebuilt addon ${path.relative(root, file)}`);
-      process.exit(0);
-    }
+    return file.includes(`${path.sep}prebuilds${path.sep}`) ? file : undefined;
   } catch {
-    // no matching prebuild: fall through to the source build
+    return undefined; // no prebuild for this platform
   }
 }
 
-const result = spawnSync('npm', ['run', 'build:native'], { cwd: root, stdio: 'inherit' });
-process.exit(result.status ?? 1);
+function has(command) {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+// A git checkout (this repository's own `npm install`) builds the addon it tests from its
+// sources; an installed package prefers its prebuild unless build_from_source is set.
+const checkout = fs.existsSync(path.join(root, 'native', 'tests'));
+const file = !checkout && !fromSource ? prebuilt() : undefined;
+if (file) {
+  log(`using the prebuilt addon ${path.relative(root, file)}`);
+  process.exit(0);
+}
+
+const why = checkout ? 'a source checkout' : fromSource ? 'build_from_source is set' : `no prebuilt addon for ${target}`;
+const missing = ['cmake', 'make'].filter((c) => !has(c));
+if (!has('c++') && !has('g++')) missing.push('g++');
+if (missing.length) {
+  console.error(`qentropy: ${why} and no C++ toolchain to build one: install ${missing.join(', ')} (Debian/Ubuntu: apt-get install cmake g++ make)`);
+  process.exit(1);
+}
+
+log(`${why}: building the addon from source with cmake-js (about a minute)`);
+const cmakeJs = require.resolve('cmake-js/bin/cmake-js', { paths: [root] });
+const result = spawnSync(process.execPath, [cmakeJs, 'compile', '--log-level', 'warn'], { cwd: root, stdio: 'inherit' });
+if (result.status !== 0) {
+  console.error(`qentropy: the source build of the addon failed (see above)`);
+  process.exit(result.status ?? 1);
+}
+log('built build/Release/qentropy.node from source');

@@ -11,11 +11,13 @@
 #   util-linux libcap2-bin     setpriv/capsh, to test the kernel sink without privileges
 #   rng-tools5                 rngd, the baseline of the feeder benchmark
 #   chromium                   the real browser the quality page's tests drive (playwright-core)
-#   libbz2-dev                 bzip2, the SP 800-90B permutation test's compression statistic
+#   g++-aarch64-linux-gnu      cross-compiles the linux-arm64 prebuild (npm run prebuild)
+#   qemu-user-static           runs that arm64 prebuild under Node for arm64 in the tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium libbz2-dev)
+packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
+          g++-aarch64-linux-gnu qemu-user-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,8 +36,8 @@ if ((${#missing[@]})); then
 fi
 
 # build_from_source (.npmrc) makes every native dependency compile here; nothing prebuilt
-# is downloaded. `npm install` follows package-lock.json and runs our install script (the
-# addon) and prepare (TypeScript). Not `npm ci`: it refuses a lock file in which rollup's
-# optional per-platform packages are absent, and the registry reachable here has no
-# manifests for most of them, so no lock file made here can list them.
-npm install --no-audit --no-fund
+# is downloaded. `npm ci` installs exactly what package-lock.json lists (and fails if the
+# lock file does not match package.json, so the tree stays clean), runs our install script
+# (the addon, from source in a checkout) and prepare (TypeScript). How to regenerate the
+# lock file after changing dependencies: docs/install.md, "The lock file".
+npm ci --no-audit --no-fund

@@ -1,7 +1,8 @@
 // The shipped systemd units: `systemd-analyze verify` passes with nothing on stderr, and
 // the security exposure `systemd-analyze security --offline=yes` reports is recorded and
-// kept at or below 2.5 (Debian's own rngd.service scores 9.6). ExecStart is pointed at
-// this machine's node in a copy, because verify checks that the binary exists.
+// kept at or below 2.5 (Debian's own rngd.service scores 9.6). The units are checked as
+// `qentropy service install` writes them, ExecStart= naming this machine's node and this
+// checkout's bin/qentropy.js, because verify checks that the binary exists.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,17 +11,23 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { planServiceInstall, type UnitName } from '../src/service/index.js';
+
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const haveAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
 const UNITS = ['qentropy.service', 'qentropy-feeder.service'];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-units-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function copyForVerify(unit: string): string {
+async function renderForVerify(unit: string): Promise<string> {
   const text = fs.readFileSync(path.join(repoRoot, 'systemd', unit), 'utf8');
-  expect(text).toMatch(/^ExecStart=\/usr\/local\/bin\/qentropy daemon --config \/etc\/qentropy\/qentropy\.json$/m);
+  // As shipped: the paths of Debian's nodejs with `npm install -g`, replaced on install.
+  expect(text).toMatch(/^ExecStart=\/usr\/bin\/node \/usr\/lib\/node_modules\/qentropy\/bin\/qentropy\.js daemon --config \/etc\/qentropy\/qentropy\.json$/m);
+  const script = path.join(repoRoot, 'bin', 'qentropy.js');
+  const plan = await planServiceInstall({ units: [unit.replace(/\.service$/, '') as UnitName], script });
   const file = path.join(dir, unit);
-  fs.writeFileSync(file, text.replace(/^ExecStart=.*$/m, `ExecStart=${process.execPath} /usr/local/bin/qentropy daemon --config /etc/qentropy/qentropy.json`));
+  fs.writeFileSync(file, plan.files.find((f) => f.path.endsWith(`/${unit}`))!.content);
+  expect(fs.readFileSync(file, 'utf8')).toContain(`\nExecStart=${process.execPath} ${script} daemon --config /etc/qentropy/qentropy.json\n`);
   return file;
 }
 
@@ -33,8 +40,8 @@ function exposure(file: string): number {
 
 describe.skipIf(!haveAnalyze)('systemd units', () => {
   for (const unit of UNITS) {
-    it(`${unit}: systemd-analyze verify is clean and exposure is at most 2.5`, () => {
-      const file = copyForVerify(unit);
+    it(`${unit}: systemd-analyze verify is clean and exposure is at most 2.5`, async () => {
+      const file = await renderForVerify(unit);
       const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8', cwd: dir });
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);

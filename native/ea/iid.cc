@@ -7,7 +7,6 @@
 // (C[i][0] + C[i][1] > 5 and C[i][1] + C[i][2] > 5); the shuffling ends when every statistic
 // is settled. A statistic still unsettled after the last shuffle fails the test. The
 // shuffles come from xoshiro256** seeded from the OS CSPRNG (getrandom), one stream per thread.
-#include <bzlib.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "ea/bzip2.h"
 #include "ea/ea.h"
 #include "ea/parallel.h"
 #include "ea/suffix_array.h"
@@ -207,8 +207,7 @@ double compressed_length(const uint8_t* raw, size_t n, Scratch& w) {
   if (!w.text.empty()) w.text.pop_back();
   auto len = static_cast<unsigned>(std::ceil(1.01 * static_cast<double>(w.text.size())) + 600);
   w.packed.resize(len);
-  const int rc = BZ2_bzBuffToBuffCompress(w.packed.data(), &len, w.text.data(), static_cast<unsigned>(w.text.size()), 5, 0, 0);
-  return rc == BZ_OK ? static_cast<double>(len) : 0.0;
+  return bzip2_compress(w.packed.data(), &len, w.text.data(), static_cast<unsigned>(w.text.size()), 5) ? static_cast<double>(len) : 0.0;
 }
 
 using Stats = std::array<double, kPermutationStatistics>;
@@ -458,6 +457,7 @@ double median_of(const uint8_t* s, size_t n, int k) {
 
 std::array<double, kPermutationStatistics> permutation_statistics(const uint8_t* symbols, const uint8_t* raw, size_t n,
                                                                   int alphabet_size, double raw_mean, double median) {
+  require_bzip2();
   const Data d{symbols, raw, n, alphabet_size, raw_mean, median};
   Active all;
   all.fill(true);
@@ -468,6 +468,7 @@ std::array<double, kPermutationStatistics> permutation_statistics(const uint8_t*
 }
 
 IidResult assess_iid(const Samples& s, const IidOptions& options) {
+  require_bzip2();
   IidResult r;
   const size_t n = s.symbols.size();
   const int k = s.alphabet_size;

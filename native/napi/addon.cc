@@ -1,4 +1,5 @@
 // Entry point of qentropy.node: collects the exports of every binding file.
+#include <cstddef>
 #include <string>
 
 #include "common/cpu.h"
@@ -11,8 +12,13 @@ std::vector<ExportFn>& export_functions() {
   return fns;
 }
 
+// The version stamp, also readable in the file itself (stripped or not, any architecture):
+// test/package.test.ts reads it from each prebuild without loading it.
+constexpr char kVersionStamp[] = "qentropy-addon-version=" QENTROPY_VERSION;
+constexpr std::size_t kStampPrefix = sizeof("qentropy-addon-version=") - 1;
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("addonVersion", Napi::String::New(env, QENTROPY_VERSION));
+  exports.Set("addonVersion", Napi::String::New(env, kVersionStamp + kStampPrefix));
   Napi::Array features = Napi::Array::New(env);
   uint32_t i = 0;
   for (const auto& name : qe::cpu::feature_names()) features.Set(i++, Napi::String::New(env, name));

@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   kme: async () => (await import('./commands/kme.js')).registerKme,
   quality: async () => (await import('./commands/quality.js')).registerQuality,
   feeder: async () => (await import('./commands/feeder.js')).registerFeeder,
+  service: async () => (await import('./commands/service.js')).registerService,
 };
 
 /**

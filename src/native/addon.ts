@@ -26,21 +26,38 @@ function findPackageRoot(start: string): string {
   }
 }
 
-function load(): Record<string, unknown> {
-  const explicit = process.env.QENTROPY_ADDON_PATH;
-  if (explicit) return require(path.resolve(explicit)) as Record<string, unknown>;
-  const nodeGypBuild = require('node-gyp-build') as (dir: string) => Record<string, unknown>;
-  return nodeGypBuild(packageRoot);
+/** Which binary was loaded, and why that one. */
+export interface AddonSource {
+  /** Absolute path of the .node file. */
+  file: string;
+  /** `env` (QENTROPY_ADDON_PATH), `prebuild` (prebuilds/), or `source` (a local build). */
+  kind: 'env' | 'prebuild' | 'source';
 }
+
+function locate(): AddonSource {
+  const explicit = process.env.QENTROPY_ADDON_PATH;
+  if (explicit) return { file: path.resolve(explicit), kind: 'env' };
+  const nodeGypBuild = require('node-gyp-build') as { resolve(dir: string): string };
+  const file = nodeGypBuild.resolve(packageRoot);
+  return { file, kind: file.includes(`${path.sep}prebuilds${path.sep}`) ? 'prebuild' : 'source' };
+}
+
+/** Where the addon in use came from (`qentropy version` prints it). */
+export const addonSource: AddonSource = locate();
 
 /**
  * The raw addon. Each module in src/native/ wraps the functions it needs with types;
  * nothing else should touch this object directly.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const addon: any = load();
+export const addon: any = require(addonSource.file);
 
-/** Version of the addon binary and the CPU features its kernels use on this host. */
-export function addonInfo(): { version: string; cpuFeatures: string[] } {
-  return { version: String(addon.addonVersion), cpuFeatures: [...(addon.cpuFeatures as string[])] };
+/** Version of the addon binary, where it was loaded from, and the CPU features its kernels use. */
+export function addonInfo(): { version: string; file: string; kind: AddonSource['kind']; cpuFeatures: string[] } {
+  return {
+    version: String(addon.addonVersion),
+    file: addonSource.file,
+    kind: addonSource.kind,
+    cpuFeatures: [...(addon.cpuFeatures as string[])],
+  };
 }

@@ -101,11 +101,23 @@ function prepareFile(file: string): void {
  * handler having waited (CI saw it once: three processes migrating a new file, one failed
  * with "database is locked" in this pragma), so it is retried for up to the busy timeout.
  */
+// Node 24.19 and later abort the process (nodejs/node#65446) when V8 collects a
+// better-sqlite3 12 Statement or Database at a moment without a current Node environment,
+// which any garbage collection may be. So no such object is ever let go while the process
+// runs: statements live in the connection's cache, setting pragmas uses exec() (no
+// Statement), and the few others, and closed connections, are kept here. better-sqlite3 13
+// fixes this but needs Node 22 (docs/install.md).
+const retained: unknown[] = [];
+function retain<T>(value: T): T {
+  retained.push(value);
+  return value;
+}
+
 function switchToWal(sqlite: Database.Database): string {
   const deadline = Date.now() + BUSY_TIMEOUT_MS;
   for (;;) {
     try {
-      return String(sqlite.pragma('journal_mode = WAL', { simple: true }));
+      return String(retain(sqlite.prepare('PRAGMA journal_mode = WAL').pluck()).get());
     } catch (err) {
       if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
       // Opening is synchronous (better-sqlite3), so wait synchronously, briefly.
@@ -134,13 +146,13 @@ function openShared(file: string): SharedConnection {
     // the thread pool (wal-sync.ts): the same guarantee as FULL, without stalling the
     // event loop for the flush. Outside WAL mode, FULL.
     if (mode === 'wal') {
-      sqlite.pragma('synchronous = NORMAL');
+      sqlite.exec('PRAGMA synchronous = NORMAL');
       wal = new WalSyncer(`${key}-wal`);
     } else {
-      sqlite.pragma('synchronous = FULL');
+      sqlite.exec('PRAGMA synchronous = FULL');
     }
-    sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    sqlite.exec('PRAGMA foreign_keys = ON');
+    sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   } catch (err) {
     sqlite.close();
     throw err;
@@ -162,17 +174,24 @@ function openShared(file: string): SharedConnection {
 /** Statement runner bound to the connection; used both outside and inside transactions. */
 const STATEMENT_CACHE_LIMIT = 500;
 
+function cachedStatement(shared: SharedConnection, text: string): Database.Statement {
+  let stmt = shared.statements.get(text);
+  if (!stmt) {
+    stmt = shared.sqlite.prepare(text);
+    if (shared.statements.size >= STATEMENT_CACHE_LIMIT) {
+      retain([...shared.statements.values()]);
+      shared.statements.clear();
+    }
+    shared.statements.set(text, stmt);
+  }
+  return stmt;
+}
+
 class SqliteRunner implements Queryable {
   constructor(protected readonly shared: SharedConnection) {}
 
   protected prepare(text: string): Database.Statement {
-    let stmt = this.shared.statements.get(text);
-    if (!stmt) {
-      stmt = this.shared.sqlite.prepare(text);
-      if (this.shared.statements.size >= STATEMENT_CACHE_LIMIT) this.shared.statements.clear();
-      this.shared.statements.set(text, stmt);
-    }
-    return stmt;
+    return cachedStatement(this.shared, text);
   }
 
   /** Whether the last statement run could have written (outside a transaction: it committed). */
@@ -285,7 +304,7 @@ export class SqliteDb implements Db {
       // (Only outside WAL mode is the connection on FULL and needs switching.)
       const switchSync = !durable && !wal;
       if (durable) wal?.assertHealthy();
-      if (switchSync) sqlite.pragma('synchronous = NORMAL');
+      if (switchSync) sqlite.exec('PRAGMA synchronous = NORMAL');
       // IMMEDIATE takes the write lock now, so two processes cannot both read and then
       // deadlock upgrading to write; the busy timeout makes the second one wait.
       sqlite.exec('BEGIN IMMEDIATE');
@@ -302,7 +321,7 @@ export class SqliteDb implements Db {
         if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
         throw err;
       } finally {
-        if (switchSync) sqlite.pragma('synchronous = FULL');
+        if (switchSync) sqlite.exec('PRAGMA synchronous = FULL');
       }
     });
     // Durable: flushed before the caller hears of the commit. The lock is already released,
@@ -341,16 +360,14 @@ export class SqliteDb implements Db {
       sqlite.exec(
         'CREATE TABLE IF NOT EXISTS schema_migrations (namespace TEXT NOT NULL, version INTEGER NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (namespace, version))',
       );
-      const row = sqlite
-        .prepare('SELECT MAX(version) AS v FROM schema_migrations WHERE namespace = ?')
-        .get(namespace) as { v: number | null };
+      const row = cachedStatement(this.shared, 'SELECT MAX(version) AS v FROM schema_migrations WHERE namespace = ?').get(namespace) as { v: number | null };
       const current = row.v ?? 0;
       if (current > migrations.length) {
         throw new Error(
           `database schema '${namespace}' is at version ${current}, newer than this program (${migrations.length}); upgrade qentropy`,
         );
       }
-      const record = sqlite.prepare('INSERT INTO schema_migrations (namespace, version, applied_at) VALUES (?, ?, ?)');
+      const record = cachedStatement(this.shared, 'INSERT INTO schema_migrations (namespace, version, applied_at) VALUES (?, ?, ?)');
       for (let v = current + 1; v <= migrations.length; v++) {
         const m = migrations[v - 1]!;
         sqlite.exec(expandMacros(typeof m === 'function' ? m('sqlite') : m, 'sqlite'));
@@ -370,6 +387,7 @@ export class SqliteDb implements Db {
         // Commits already asked for their flush; let those finish before SQLite removes the WAL.
         await this.shared.wal?.close();
         this.shared.sqlite.close();
+        retain([this.shared.sqlite, ...this.shared.statements.values(), this.shared.dataVersion?.statement]);
       }
     });
   }

@@ -1,8 +1,9 @@
 // A private, package-shaped directory for tests that run qentropy as its own process,
 // the way users and systemd run it. Entry points are bundled from src/ by esbuild (about
 // a second) so a test always runs the code as it is now, never a stale dist/, and never
-// touches the shared dist/. The directory has package.json and links to node_modules and
-// the native build, so the addon loads exactly as from an installed package.
+// touches the shared dist/. The directory has package.json and links to node_modules, the
+// native build and the unit templates (systemd/), so the addon loads and `service install`
+// renders exactly as from an installed package.
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,8 +35,8 @@ export function createTestPackage(prefix: string): TestPackage {
   fs.chmodSync(dir, 0o755);
   fs.copyFileSync(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
   fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'));
-  for (const native of ['build', 'prebuilds']) {
-    if (fs.existsSync(path.join(repoRoot, native))) fs.symlinkSync(path.join(repoRoot, native), path.join(dir, native));
+  for (const shipped of ['build', 'prebuilds', 'systemd']) {
+    if (fs.existsSync(path.join(repoRoot, shipped))) fs.symlinkSync(path.join(repoRoot, shipped), path.join(dir, shipped));
   }
 
   const bundle = (name: string, source: string): string => {

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 
-import { versionInfo } from '../../version.js';
+import { versionInfo, versionLines } from '../../version.js';
 
 export function registerVersion(program: Command): void {
   program
     .command('version')
-    .description('print the package and addon versions, the CPU features in use, and the OpenSSL version with its post-quantum support')
+    .description('print the package version, the addon binary in use (and where it was loaded from), Node, CPU features, and the OpenSSL version with its post-quantum support')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) => {
       const info = versionInfo();
@@ -13,14 +13,8 @@ export function registerVersion(program: Command): void {
         process.stdout.write(`${JSON.stringify(info)}\n`);
         return;
       }
-      process.stdout.write(
-        [
-          `qentropy ${info.package}`,
-          `addon    ${info.addon} (Node-API ${info.napi}, Node ${info.node})`,
-          `cpu      ${info.cpuFeatures.length ? info.cpuFeatures.join(' ') : '(scalar only)'}`,
-          `openssl  ${info.openssl}; hybrid post-quantum TLS groups ${info.hybridGroups ? 'available' : 'not available (needs Node.js 22.20+, 24 or 26)'}; default tls.groups ${info.defaultGroups}`,
-          `ml-kem   ${info.mlkem} (inter-site ratchet)`,
-        ].join('\n') + '\n',
-      );
+      const lines = versionLines(info);
+      const width = Math.max(...lines.map(([label]) => label.length)) + 1;
+      process.stdout.write(lines.map(([label, value]) => `${label.padEnd(width)}${value}`).join('\n') + '\n');
     });
 }
