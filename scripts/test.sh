@@ -23,6 +23,8 @@ step "prebuilds (linux-x64, linux-arm64)"
 npm run prebuild || status=1
 
 step "TypeScript tests (vitest) on Node $(node --version)"
+# The cross-runtime KME test (test/kme-node-lines.test.ts) runs its second site on Node 26.
+QENTROPY_OTHER_NODE=$(bash scripts/node-line.sh 26) && export QENTROPY_OTHER_NODE || status=1
 npx vitest run --reporter=default --reporter=json --outputFile.json="$report/vitest.json" || status=1
 
 step "Node 26"
