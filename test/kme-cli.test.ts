@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createTestPackage, runNode, srcPath, type RunResult, type TestPackage } from './helpers/package.js';
+import { freePort } from './helpers/net.js';
 
 let pkg: TestPackage;
 let work: string;
@@ -108,17 +109,6 @@ describe('qentropy pki', () => {
     expect(await openssl(['verify', '-CAfile', path.join(dir, 'ca.crt'), (JSON.parse(kme.stdout) as { cert: string }).cert])).toMatch(/OK/);
   });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 function startSite(configFile: string): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {

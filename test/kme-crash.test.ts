@@ -17,6 +17,7 @@ import { KmeSite } from '../src/kme/site.js';
 import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate, type IssuedCertificate } from '../src/pki/certs.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { createTestPackage, type TestPackage } from './helpers/package.js';
+import { freePort } from './helpers/net.js';
 
 let pkg: TestPackage;
 let dir: string;
@@ -27,17 +28,6 @@ let caPem: string;
 let a1: IssuedCertificate;
 let b1: IssuedCertificate;
 const ports = { A: 0, B: 0 };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 /** The origin as users run it: `qentropy daemon --config a.json`; resolves once it listens. */
 function startOrigin(): Promise<ChildProcess> {

@@ -25,6 +25,7 @@ import { keySecret, linkLabel, nextChainSecret, type RatchetState } from '../src
 import { hybridAvailable } from '../src/pqtls/index.js';
 import { openDatabase } from '../src/storage/db.js';
 import { createTestPackage, runNode, type TestPackage } from './helpers/package.js';
+import { freePort } from './helpers/net.js';
 
 const HYBRID = hybridAvailable();
 /** What a default client and server negotiate on this runtime. */
@@ -39,18 +40,6 @@ interface LogLine {
 function captureLogger(lines: LogLine[]): Logger {
   const at = (level: string) => (obj: object, msg?: string) => void lines.push({ level, obj: obj as Record<string, unknown>, msg: msg ?? '' });
   return { info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') };
-}
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 /** Certificates, files and running sites for one test file. */

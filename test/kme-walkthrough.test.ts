@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { docBlocks } from './helpers/docs.js';
 import { createTestPackage, type TestPackage } from './helpers/package.js';
+import { freePort } from './helpers/net.js';
 
 const run = promisify(execFile);
 
@@ -36,17 +37,6 @@ afterAll(() => {
   }
   pkg?.remove();
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 /** Starts `command args` in its own process group; resolves with its output when it exits. */
 function start(command: string, args: string[], options: { cwd: string; env: Record<string, string> }) {

@@ -28,6 +28,7 @@ import {
 } from '../src/pki/certs.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
+import { freePort } from './helpers/net.js';
 
 const run = promisify(execFile);
 
@@ -112,18 +113,6 @@ class Cluster {
     for (const id of Object.keys(this.sites)) await this.stop(id);
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 async function rowCount(db: Db, where = '1 = 1', params: unknown[] = []): Promise<number> {

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/net.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const vectors = path.resolve(repoRoot, '..', 'shared', 'vectors');
@@ -53,17 +54,6 @@ function run(file: string, args: string[], options: { cwd?: string; env?: Record
 }
 
 const npm = (args: string[], cwd?: string) => run(node, [npmCli, '--no-audit', '--no-fund', '--foreground-scripts', ...args], { cwd });
-
-/** A port nobody listens on right now (the kernel's choice), for configs that need a number. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
