@@ -4,7 +4,6 @@
 // as their own processes, one of them killed (SIGKILL) and restarted between enc and dec.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,7 +4,6 @@
 // for keyTtlSeconds once the origin is back (docs/kme.md, "What a crash of the origin can cost").
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 

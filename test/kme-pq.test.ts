@@ -6,7 +6,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 
@@ -20,12 +19,11 @@ import type { Logger } from '../src/kme/logger.js';
 import { systemSeedSource } from '../src/kme/seed-source.js';
 import { SiteKey } from '../src/kme/site-key.js';
 import { KmeSite } from '../src/kme/site.js';
-import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate, type CertificateAuthority, type IssuedCertificate } from '../src/pki/certs.js';
 import { keySecret, linkLabel, nextChainSecret, type RatchetState } from '../src/pqlink/index.js';
 import { hybridAvailable } from '../src/pqtls/index.js';
 import { openDatabase } from '../src/storage/db.js';
 import { createTestPackage, runNode, type TestPackage } from './helpers/package.js';
-import { freePort } from './helpers/net.js';
+import { KmeTestPki } from './helpers/kme-pki.js';
 
 const HYBRID = hybridAvailable();
 /** What a default client and server negotiate on this runtime. */
@@ -43,41 +41,15 @@ function captureLogger(lines: LogLine[]): Logger {
 }
 
 /** Certificates, files and running sites for one test file. */
-class Sites {
-  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-kme-pq-'));
-  ca!: CertificateAuthority;
-  kme: Record<string, IssuedCertificate> = {};
-  sae: Record<string, IssuedCertificate> = {};
-  ports: Record<string, number> = {};
+class Sites extends KmeTestPki {
   running: Record<string, KmeSite> = {};
   logs: Record<string, LogLine[]> = {};
   private clients: Array<{ close(): Promise<unknown> }> = [];
 
-  file(name: string, data: string | Buffer, mode = 0o600): string {
-    const f = path.join(this.dir, name);
-    fs.writeFileSync(f, data, { mode });
-    return f;
+  constructor() {
+    super('qentropy-kme-pq-');
   }
 
-  async setup(ids: string[], saes: Record<string, string>): Promise<void> {
-    this.ca = await createCertificateAuthority();
-    this.file('ca.crt', this.ca.certPem, 0o644);
-    for (const id of ids) {
-      this.kme[id] = await issueKmeCertificate(this.ca, { kmeId: id, hosts: ['127.0.0.1'] });
-      this.file(`kme-${id}.crt`, this.kme[id]!.certPem, 0o644);
-      this.file(`kme-${id}.key`, this.kme[id]!.keyPem);
-      this.ports[id] = await freePort();
-    }
-    for (const [id, site] of Object.entries(saes)) {
-      this.sae[id] = await issueSaeCertificate(this.ca, { saeId: id, site });
-      this.file(`sae-${id}.crt`, this.sae[id]!.certPem, 0o644);
-      this.file(`sae-${id}.key`, this.sae[id]!.keyPem);
-    }
-  }
-
-  url(id: string): string {
-    return `https://127.0.0.1:${this.ports[id]}`;
-  }
 
   raw(id: string, peers: Record<string, Record<string, unknown>>, extra: Record<string, unknown> = {}): Record<string, unknown> {
     const tlsExtra = (extra.tls as Record<string, unknown> | undefined) ?? {};
@@ -113,14 +85,14 @@ class Sites {
   }
 
   etsi(site: string, sae: string): EtsiClient {
-    const c = new EtsiClient({ url: this.url(site), cert: this.sae[sae]!.certPem, key: this.sae[sae]!.keyPem, ca: this.ca.certPem });
+    const c = new EtsiClient({ url: this.url(site), cert: this.saeCerts[sae]!.certPem, key: this.saeCerts[sae]!.keyPem, ca: this.ca.certPem });
     this.clients.push(c);
     return c;
   }
 
   /** GET with an SAE certificate and optional client groups; the body, or the error when there was no HTTP answer. */
   async get(site: string, sae: string, urlPath: string, ecdhCurve?: string): Promise<{ status: number; body: unknown }> {
-    const agent = new Agent({ connect: { cert: this.sae[sae]!.certPem, key: this.sae[sae]!.keyPem, ca: this.ca.certPem, ...(ecdhCurve ? { ecdhCurve } : {}) } });
+    const agent = new Agent({ connect: { cert: this.saeCerts[sae]!.certPem, key: this.saeCerts[sae]!.keyPem, ca: this.ca.certPem, ...(ecdhCurve ? { ecdhCurve } : {}) } });
     try {
       const res = await request(`${this.url(site)}${urlPath}`, { dispatcher: agent, signal: AbortSignal.timeout(5000) });
       const text = await res.body.text();
@@ -151,7 +123,7 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 /** The group a TLS client that offers `ecdhCurve` (default: the runtime's) negotiates with a site. */
 function clientGroup(sites: Sites, site: string, sae: string, ecdhCurve?: string): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
-    const s = tlsConnect({ host: '127.0.0.1', port: sites.ports[site]!, cert: sites.sae[sae]!.certPem, key: sites.sae[sae]!.keyPem, ca: sites.ca.certPem, ...(ecdhCurve ? { ecdhCurve } : {}) }, () => {
+    const s = tlsConnect({ host: '127.0.0.1', port: sites.ports[site]!, cert: sites.saeCerts[sae]!.certPem, key: sites.saeCerts[sae]!.keyPem, ca: sites.ca.certPem, ...(ecdhCurve ? { ecdhCurve } : {}) }, () => {
       const info = s.getEphemeralKeyInfo() as { name?: string } | null;
       s.end();
       resolve(info?.name);

@@ -3,7 +3,6 @@
 // example configuration of a KME-only site written verbatim and started as a daemon.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 

@@ -4,7 +4,6 @@
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { promisify } from 'node:util';
@@ -19,16 +18,10 @@ import { EtsiClient, EtsiClientError } from '../src/kme/etsi-client.js';
 import { KmeSite } from '../src/kme/site.js';
 import { KmeRole } from '../src/roles/kme.js';
 import { systemSeedSource } from '../src/kme/seed-source.js';
-import {
-  createCertificateAuthority,
-  issueKmeCertificate,
-  issueSaeCertificate,
-  type CertificateAuthority,
-  type IssuedCertificate,
-} from '../src/pki/certs.js';
+import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } from '../src/pki/certs.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
-import { freePort } from './helpers/net.js';
+import { KmeTestPki } from './helpers/kme-pki.js';
 
 const run = promisify(execFile);
 
@@ -38,40 +31,14 @@ interface Pem {
 }
 
 /** Files and configs for a cluster; sites are started and stopped by the tests. */
-class Cluster {
-  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-kme-'));
-  ca!: CertificateAuthority;
-  kmeCerts: Record<string, IssuedCertificate> = {};
-  saeCerts: Record<string, IssuedCertificate> = {};
-  ports: Record<string, number> = {};
+class Cluster extends KmeTestPki {
   sites: Record<string, KmeSite> = {};
   private clients: EtsiClient[] = [];
 
-  file(name: string, data: string | Buffer, mode = 0o600): string {
-    const f = path.join(this.dir, name);
-    fs.writeFileSync(f, data, { mode });
-    return f;
+  constructor() {
+    super('qentropy-kme-');
   }
 
-  async setup(siteIds: string[], saes: Record<string, string>): Promise<void> {
-    this.ca = await createCertificateAuthority();
-    this.file('ca.crt', this.ca.certPem, 0o644);
-    for (const id of siteIds) {
-      this.kmeCerts[id] = await issueKmeCertificate(this.ca, { kmeId: id, hosts: ['127.0.0.1'] });
-      this.file(`kme-${id}.crt`, this.kmeCerts[id]!.certPem, 0o644);
-      this.file(`kme-${id}.key`, this.kmeCerts[id]!.keyPem);
-      this.ports[id] = await freePort();
-    }
-    for (const [sae, site] of Object.entries(saes)) {
-      this.saeCerts[sae] = await issueSaeCertificate(this.ca, { saeId: sae, site });
-      this.file(`sae-${sae}.crt`, this.saeCerts[sae]!.certPem, 0o644);
-      this.file(`sae-${sae}.key`, this.saeCerts[sae]!.keyPem);
-    }
-  }
-
-  url(id: string): string {
-    return `https://127.0.0.1:${this.ports[id]}`;
-  }
 
   config(id: string, peers: Record<string, { pskFile?: string; url?: string; ratchet?: boolean }>, extra: Record<string, unknown> = {}): KmeConfig {
     return parseKmeConfig({
