@@ -8,7 +8,7 @@ import { addon } from './addon.js';
 export interface PatternOptions {
   /** How far back repeats are looked for, in bytes (multiple of 32; default 65,536). */
   historyBytes?: number;
-  /** Bits of each block given to Berlekamp-Massey (default 2,048; 0 = off). */
+  /** Bits of each block given to Berlekamp-Massey (default 1,280; 0 = off). */
   linearBits?: number;
   /** A block fails when its linear complexity is this far below half (default 32). */
   linearMargin?: number;
