@@ -14,6 +14,7 @@ import type { QualityBitSource } from '../src/quality/sources.js';
 import { QualityStore } from '../src/quality/store.js';
 import type { Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
+import { DownSource } from './helpers/quality-seed.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sample = fs.readFileSync(path.resolve(repoRoot, '..', 'shared', 'vectors', 'sp800-90b', 'truerand_8bit.bin'));
@@ -26,14 +27,6 @@ class NistSampleSource implements QualityBitSource {
   async draw(bytes: number): Promise<Buffer> {
     if (bytes !== sample.length) throw new Error(`asked for ${bytes} bytes`);
     return Buffer.from(sample);
-  }
-  async close(): Promise<void> {}
-}
-
-class DownSource implements QualityBitSource {
-  readonly name = 'down';
-  async draw(): Promise<Buffer> {
-    throw new Error('connect ECONNREFUSED 127.0.0.1:9');
   }
   async close(): Promise<void> {}
 }

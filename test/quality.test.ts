@@ -19,6 +19,7 @@ import type { Db } from '../src/storage/db.js';
 import { runBattery } from '../src/sts/battery.js';
 import { biasedBytes, prfBytes } from './helpers/bit-patterns.js';
 import { describeEachEngine } from './helpers/databases.js';
+import { DownSource } from './helpers/quality-seed.js';
 
 const M = 60;
 const N = 100_000;
@@ -51,15 +52,6 @@ class FixedSource implements QualityBitSource {
     const data = this.make(bytes);
     this.served.push(Buffer.from(data));
     return data;
-  }
-  async close(): Promise<void> {}
-}
-
-/** A source that is down. */
-class DownSource implements QualityBitSource {
-  readonly name = 'test-down';
-  async draw(): Promise<Buffer> {
-    throw new Error('connect ECONNREFUSED 127.0.0.1:9');
   }
   async close(): Promise<void> {}
 }

@@ -27,6 +27,15 @@ class GeneratedSource implements QualityBitSource {
   async close(): Promise<void> {}
 }
 
+/** A source that is down: every draw fails as a refused connection does (an error run). */
+export class DownSource implements QualityBitSource {
+  constructor(readonly name = 'test: source down') {}
+  async draw(): Promise<Buffer> {
+    throw new Error('connect ECONNREFUSED 127.0.0.1:9');
+  }
+  async close(): Promise<void> {}
+}
+
 let counter = 0;
 
 export function sourceFor(kind: SeedKind): QualityBitSource {
@@ -42,13 +51,7 @@ export function sourceFor(kind: SeedKind): QualityBitSource {
         return Buffer.concat([half, half]);
       });
     case 'error':
-      return {
-        name: 'test: source down',
-        draw: async () => {
-          throw new Error('connect ECONNREFUSED 127.0.0.1:9');
-        },
-        close: async () => {},
-      };
+      return new DownSource('test: source down');
   }
 }
 
