@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ea/bzip2.h"
+#include "ea/bzip2_size.h"
 #include "ea/ea.h"
 #include "ea/parallel.h"
 #include "ea/suffix_array.h"
@@ -177,8 +178,7 @@ struct Data {
 struct Scratch {
   std::vector<uint8_t> sums, bytes;  // conversions I and II of binary data
   std::vector<uint8_t> seen;
-  std::string text;
-  std::vector<char> packed;
+  Bzip2Size bzip2;
 };
 
 // Conversion I (sum of each 8-bit block) and II (each 8-bit block as a byte, MSB first);
@@ -194,20 +194,16 @@ void convert(const uint8_t* s, size_t n, Scratch& w) {
 }
 
 // Length of the bzip2 compression (block size 5 x 100k) of the samples written in decimal,
-// separated by single spaces.
+// separated by single spaces: computed exactly without running bzip2 (ea/bzip2_size.h), with
+// libbz2 kept for text the model declines, which decimal samples never are.
 double compressed_length(const uint8_t* raw, size_t n, Scratch& w) {
-  static const auto digits = [] {
-    std::array<std::string, 256> d;
-    for (int v = 0; v < 256; ++v) d[static_cast<size_t>(v)] = std::to_string(v) + " ";
-    return d;
-  }();
-  w.text.clear();
-  w.text.reserve(n * 4);
-  for (size_t i = 0; i < n; ++i) w.text += digits[raw[i]];
-  if (!w.text.empty()) w.text.pop_back();
-  auto len = static_cast<unsigned>(std::ceil(1.01 * static_cast<double>(w.text.size())) + 600);
-  w.packed.resize(len);
-  return bzip2_compress(w.packed.data(), &len, w.text.data(), static_cast<unsigned>(w.text.size()), 5) ? static_cast<double>(len) : 0.0;
+  if (const std::optional<size_t> size = w.bzip2.of_decimal_samples(raw, n, 5)) return static_cast<double>(*size);
+  require_bzip2();
+  std::string text;
+  for (size_t i = 0; i < n; ++i) text += std::to_string(raw[i]) + (i + 1 < n ? " " : "");
+  auto len = static_cast<unsigned>(std::ceil(1.01 * static_cast<double>(text.size())) + 600);
+  std::vector<char> packed(len);
+  return bzip2_compress(packed.data(), &len, text.data(), static_cast<unsigned>(text.size()), 5) ? static_cast<double>(len) : 0.0;
 }
 
 using Stats = std::array<double, kPermutationStatistics>;
@@ -457,7 +453,6 @@ double median_of(const uint8_t* s, size_t n, int k) {
 
 std::array<double, kPermutationStatistics> permutation_statistics(const uint8_t* symbols, const uint8_t* raw, size_t n,
                                                                   int alphabet_size, double raw_mean, double median) {
-  require_bzip2();
   const Data d{symbols, raw, n, alphabet_size, raw_mean, median};
   Active all;
   all.fill(true);
@@ -468,7 +463,6 @@ std::array<double, kPermutationStatistics> permutation_statistics(const uint8_t*
 }
 
 IidResult assess_iid(const Samples& s, const IidOptions& options) {
-  require_bzip2();
   IidResult r;
   const size_t n = s.symbols.size();
   const int k = s.alphabet_size;

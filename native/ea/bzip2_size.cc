@@ -1,0 +1,578 @@
+#include "ea/bzip2_size.h"
+
+#include "common/cpu.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace qe::ea {
+namespace {
+
+// bzip2's constants (compress.c / bzlib_private.h): symbols 0 and 1 code runs of the
+// front symbol, 50 symbols share a Huffman table, 4 refinement rounds, codes ≤ 17 bits.
+constexpr uint8_t kRunA = 0, kRunB = 1;
+constexpr size_t kGroupSize = 50;
+constexpr int kRefinements = 4;
+constexpr int kMaxCodeLength = 17;
+constexpr int kMaxTables = 6;
+constexpr uint8_t kLesserCost = 0, kGreaterCost = 15;
+// Fixed fields: "BZh" + level; per block magic (48) + CRC (32) + randomised (1) + origPtr (24)
+// + the 16-bit range map + table count (3) + selector count (15); end magic (48) + CRC (32).
+constexpr uint64_t kStreamHeaderBits = 32, kBlockHeaderBits = 48 + 32 + 1 + 24 + 16 + 3 + 15, kStreamTrailerBits = 48 + 32;
+
+// The alphabet: ' ' and the ten digits, in byte order (' ' < '0'). Symbol numbers are bzip2's
+// "seq" numbers only after the unused characters are squeezed out (see block_bits).
+constexpr int kChars = 11;
+int char_index(char c) { return c == ' ' ? 0 : c - '0' + 1; }
+constexpr size_t kAlphabetSlots = 16;  // ≥ 11 in use + RUNA/RUNB... (bzip2's alphaSize = used + 2)
+
+// A token is a digit string followed by one space. Tokens of up to three digits (all a
+// sample can produce) are numbered directly: 0 for "", 1-10 for one digit, 11-110 for two,
+// 111-1110 for three. Longer ones exist only where a block's end meets its start.
+constexpr uint32_t kShortTypes = 1111;
+constexpr uint32_t kTypeBase[4] = {0, 1, 11, 111};
+constexpr size_t kMaxDigits = 14;  // key: (digits + space) as 4-bit codes in 64 bits
+constexpr size_t kNaiveSortLimit = 4096;
+
+struct TokenType {
+  uint8_t length = 0;  // digits
+  char digits[kMaxDigits] = {};
+  uint64_t key = 0;  // left-aligned codes, ' ' = 1, '0'..'9' = 2..11: orders as the strings do
+  uint32_t rank = 0;
+  std::array<uint32_t, kMaxDigits + 1> suffix_type{};  // type of the token without its first d digits
+};
+
+uint64_t key_of(const char* digits, size_t length) {
+  uint64_t key = 0;
+  int shift = 60;
+  for (size_t i = 0; i < length; ++i, shift -= 4) key |= static_cast<uint64_t>(digits[i] - '0' + 2) << shift;
+  return key | (uint64_t{1} << shift);
+}
+
+uint32_t short_type(const char* digits, size_t length) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < length; ++i) v = v * 10 + static_cast<uint32_t>(digits[i] - '0');
+  return kTypeBase[length] + v;
+}
+
+TokenType make_type(const char* digits, size_t length) {
+  TokenType t;
+  t.length = static_cast<uint8_t>(length);
+  std::copy(digits, digits + length, t.digits);
+  t.key = key_of(digits, length);
+  return t;
+}
+
+const std::vector<TokenType>& short_types() {
+  static const std::vector<TokenType> types = [] {
+    std::vector<TokenType> v;
+    v.reserve(kShortTypes);
+    char d[3];
+    v.push_back(make_type(d, 0));
+    for (size_t length = 1; length <= 3; ++length) {
+      uint32_t limit = 1;
+      for (size_t i = 0; i < length; ++i) limit *= 10;
+      for (uint32_t x = 0; x < limit; ++x) {
+        uint32_t y = x;
+        for (size_t i = length; i-- > 0; y /= 10) d[i] = static_cast<char>('0' + y % 10);
+        v.push_back(make_type(d, length));
+      }
+    }
+    for (TokenType& t : v)
+      for (size_t s = 0; s <= t.length; ++s) t.suffix_type[s] = short_type(t.digits + s, t.length - s);
+    return v;
+  }();
+  return types;
+}
+
+// bzip2's Huffman code lengths (huffman.c, BZ2_hbMakeCodeLengths): a binary heap of weights
+// whose low 8 bits carry the subtree depth, so equal frequencies merge shallow trees first;
+// if a code exceeds max_length, every frequency is halved (plus one) and the tree rebuilt.
+// The heap discipline is reproduced exactly because ties decide the lengths.
+void make_code_lengths(uint8_t* length, const uint32_t* freq, int alpha, int max_length) {
+  constexpr int kNodes = 2 * static_cast<int>(kAlphabetSlots);
+  int32_t heap[kNodes + 2], weight[kNodes * 2], parent[kNodes * 2];
+  for (int i = 0; i < alpha; ++i) weight[i + 1] = static_cast<int32_t>((freq[i] == 0 ? 1 : freq[i]) << 8);
+  auto weight_of = [](int32_t w) { return w & ~0xff; };
+  auto depth_of = [](int32_t w) { return w & 0xff; };
+  while (true) {
+    int nodes = alpha, n = 0;
+    heap[0] = 0;
+    weight[0] = 0;
+    parent[0] = -2;
+    auto up = [&](int z) {
+      const int32_t tmp = heap[z];
+      while (weight[tmp] < weight[heap[z >> 1]]) {
+        heap[z] = heap[z >> 1];
+        z >>= 1;
+      }
+      heap[z] = tmp;
+    };
+    auto down = [&](int z) {
+      const int32_t tmp = heap[z];
+      while (true) {
+        int y = z << 1;
+        if (y > n) break;
+        if (y < n && weight[heap[y + 1]] < weight[heap[y]]) ++y;
+        if (weight[tmp] < weight[heap[y]]) break;
+        heap[z] = heap[y];
+        z = y;
+      }
+      heap[z] = tmp;
+    };
+    for (int i = 1; i <= alpha; ++i) {
+      parent[i] = -1;
+      heap[++n] = i;
+      up(n);
+    }
+    while (n > 1) {
+      const int32_t a = heap[1];
+      heap[1] = heap[n--];
+      down(1);
+      const int32_t b = heap[1];
+      heap[1] = heap[n--];
+      down(1);
+      ++nodes;
+      parent[a] = parent[b] = nodes;
+      weight[nodes] = (weight_of(weight[a]) + weight_of(weight[b])) | (1 + std::max(depth_of(weight[a]), depth_of(weight[b])));
+      parent[nodes] = -1;
+      heap[++n] = nodes;
+      up(n);
+    }
+    bool too_long = false;
+    for (int i = 1; i <= alpha; ++i) {
+      int depth = 0;
+      for (int k = i; parent[k] >= 0; k = parent[k]) ++depth;
+      length[i - 1] = static_cast<uint8_t>(depth);
+      too_long = too_long || depth > max_length;
+    }
+    if (!too_long) return;
+    for (int i = 1; i <= alpha; ++i) weight[i] = (1 + (weight[i] >> 8) / 2) << 8;
+  }
+}
+
+}  // namespace
+
+// Buffers reused across calls (a shuffle's text is ~3.6 MB).
+struct Bzip2Size::Workspace {
+  std::string text;
+  std::vector<char> rotated, last;
+  std::vector<uint8_t> symbols, indices;
+  std::vector<uint32_t> token_type, token_start, sa, next_sa, head, next_head, cursor, bucket;
+  std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;
+  std::vector<uint8_t> selector;
+  std::vector<TokenType> long_types;
+};
+
+namespace {
+
+
+// Sorts the token rotations: sa = token indices in order of the cyclic token sequences that
+// start there, by prefix doubling (Manber-Myers with group heads). Equal rotations (a
+// periodic block) end up adjacent in any order, which leaves the last column unchanged.
+void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzip2Size::Workspace& w) {
+  const size_t m = rank.size();
+  auto& sa = w.sa;
+  auto& head = w.head;
+  sa.resize(m);
+  head.resize(m);
+  w.bucket.assign(ranks + 1, 0);
+  for (uint32_t r : rank) ++w.bucket[r + 1];
+  for (uint32_t r = 0; r < ranks; ++r) w.bucket[r + 1] += w.bucket[r];
+  for (size_t i = 0; i < m; ++i) head[i] = w.bucket[rank[i]];
+  w.cursor.assign(w.bucket.begin(), w.bucket.end() - 1);
+  for (size_t i = 0; i < m; ++i) sa[w.cursor[rank[i]]++] = static_cast<uint32_t>(i);
+  size_t groups = 0;
+  for (uint32_t r = 0; r < ranks; ++r) groups += w.bucket[r + 1] > w.bucket[r];
+  w.next_sa.resize(m);
+  w.next_head.resize(m);
+  w.cursor.resize(m);
+  for (size_t h = 1; groups < m && h < m; h *= 2) {
+    for (size_t k = 0; k < m; ++k) w.cursor[k] = static_cast<uint32_t>(k);
+    // Walking sa visits i + h in order of its head, so each group of head[i] fills in order
+    // of (head[i], head[i + h]).
+    for (size_t k = 0; k < m; ++k) {
+      const size_t j = sa[k];
+      const size_t i = j >= h ? j - h : j + m - h;
+      w.next_sa[w.cursor[head[i]]++] = static_cast<uint32_t>(i);
+    }
+    groups = 0;
+    uint32_t start = 0, prev_first = 0, prev_second = 0;
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = w.next_sa[k];
+      const uint32_t first = head[i], second = head[i + h < m ? i + h : i + h - m];
+      if (k == 0 || first != prev_first || second != prev_second) {
+        start = static_cast<uint32_t>(k);
+        ++groups;
+      }
+      w.next_head[i] = start;
+      prev_first = first;
+      prev_second = second;
+    }
+    sa.swap(w.next_sa);
+    head.swap(w.next_head);
+  }
+}
+
+// The last column by sorting the rotations directly: for the odd small block the token
+// method cannot take (no space in it, or a digit string too long for a key).
+bool naive_last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
+  if (n > kNaiveSortLimit) return false;
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    for (size_t k = 0; k < n; ++k) {
+      const char x = block[(a + k) % n], y = block[(b + k) % n];
+      if (x != y) return x < y;
+    }
+    return false;
+  });
+  w.last.resize(n);
+  for (size_t k = 0; k < n; ++k) w.last[k] = block[(order[k] + n - 1) % n];
+  return true;
+}
+
+// The last column of the sorted rotations of one block. Every position in a token "<d1..dL> "
+// starts a rotation that reads (the token's digits from there on) + ' ' + (the rotation at
+// the next token); such suffix strings are prefix-free, so rotations sort by (suffix string,
+// next token's rotation). Filling per suffix string in the order of the next token's rotation
+// places every position; its last-column character is the one before it.
+__attribute__((noinline)) bool last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
+  const char* first_space = std::find(block, block + n, ' ');
+  if (first_space == block + n) return naive_last_column(block, n, w);
+  // Rotate so the block starts at a token: the sorted rotations are the same set.
+  const size_t f = static_cast<size_t>(first_space - block) + 1;
+  w.rotated.resize(n);
+  std::copy(block + f, block + n, w.rotated.begin());
+  std::copy(block, block + f, w.rotated.begin() + static_cast<std::ptrdiff_t>(n - f));
+  const char* r = w.rotated.data();
+
+  const std::vector<TokenType>& shorts = short_types();
+  w.long_types.clear();
+  w.token_type.clear();
+  w.token_start.clear();
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (r[j] != ' ') ++j;
+    const size_t length = j - i;
+    uint32_t type;
+    if (length <= 3) {
+      type = short_type(r + i, length);
+    } else {
+      if (length > kMaxDigits) return naive_last_column(block, n, w);
+      // A token the wrap-around made: it and its suffixes longer than 3 digits get types of
+      // their own (there is one such token per block at most).
+      TokenType t = make_type(r + i, length);
+      for (size_t s = 0; s <= length; ++s) {
+        if (length - s <= 3) {
+          t.suffix_type[s] = short_type(r + i + s, length - s);
+          continue;
+        }
+        const uint64_t key = key_of(r + i + s, length - s);
+        auto it = std::find_if(w.long_types.begin(), w.long_types.end(), [key](const TokenType& x) { return x.key == key; });
+        if (it == w.long_types.end()) {
+          w.long_types.push_back(make_type(r + i + s, length - s));
+          it = w.long_types.end() - 1;
+        }
+        t.suffix_type[s] = kShortTypes + static_cast<uint32_t>(it - w.long_types.begin());
+      }
+      // The suffix types of the long suffixes themselves follow from the token's.
+      for (size_t s = 1; s <= length; ++s) {
+        if (length - s <= 3) continue;
+        TokenType& sub = w.long_types[t.suffix_type[s] - kShortTypes];
+        for (size_t q = 0; q <= sub.length; ++q) sub.suffix_type[q] = t.suffix_type[s + q];
+      }
+      type = t.suffix_type[0];
+      w.long_types[type - kShortTypes] = t;
+    }
+    w.token_type.push_back(type);
+    w.token_start.push_back(static_cast<uint32_t>(i));
+    i = j + 1;
+  }
+
+  // Ranks of every type, short and long, in string order.
+  const size_t types = kShortTypes + w.long_types.size();
+  auto type_at = [&](uint32_t t) -> const TokenType& { return t < kShortTypes ? shorts[t] : w.long_types[t - kShortTypes]; };
+  std::vector<uint32_t> order(types);
+  for (uint32_t t = 0; t < types; ++t) order[t] = t;
+  if (!w.long_types.empty())
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return type_at(a).key < type_at(b).key; });
+  else
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return shorts[a].key < shorts[b].key; });
+  std::vector<uint32_t> rank_of(types);
+  for (uint32_t k = 0; k < types; ++k) rank_of[order[k]] = k;
+
+  const size_t m = w.token_type.size();
+  std::vector<uint32_t> rank(m);
+  for (size_t t = 0; t < m; ++t) rank[t] = rank_of[w.token_type[t]];
+  sort_token_rotations(rank, static_cast<uint32_t>(types), w);
+
+  // Bucket starts: how many positions begin with each suffix string.
+  std::vector<uint32_t> tokens_of_type(types, 0);
+  for (uint32_t t : w.token_type) ++tokens_of_type[t];
+  std::vector<uint32_t> bucket(types + 1, 0);
+  for (uint32_t t = 0; t < types; ++t) {
+    if (tokens_of_type[t] == 0) continue;
+    const TokenType& tt = type_at(t);
+    for (size_t s = 0; s <= tt.length; ++s) bucket[rank_of[tt.suffix_type[s]] + 1] += tokens_of_type[t];
+  }
+  for (size_t k = 0; k < types; ++k) bucket[k + 1] += bucket[k];
+  // Per type, the bucket of each of its suffixes, so the fill reads one small table.
+  std::vector<std::array<uint32_t, kMaxDigits + 1>> suffix_bucket(types);
+  for (uint32_t t = 0; t < types; ++t) {
+    if (tokens_of_type[t] == 0) continue;
+    const TokenType& tt = type_at(t);
+    for (size_t s = 0; s <= tt.length; ++s) suffix_bucket[t][s] = rank_of[tt.suffix_type[s]];
+  }
+  w.last.resize(n);
+  char* last = w.last.data();
+  for (size_t k = 0; k < m; ++k) {
+    const size_t next = w.sa[k];
+    const uint32_t t = w.token_type[next == 0 ? m - 1 : next - 1];
+    const TokenType& tt = type_at(t);
+    // Position d of the token: preceded by the previous token's space (d = 0) or digit d-1.
+    last[bucket[suffix_bucket[t][0]]++] = ' ';
+    for (size_t d = 1; d <= tt.length; ++d) last[bucket[suffix_bucket[t][d]]++] = tt.digits[d - 1];
+  }
+  return true;
+}
+
+// Move-to-front: index[i] = how many distinct symbols came since symbols[i] last did (its
+// place in the list). position[s] is symbol s's place, held in one 16-byte vector: a step
+// broadcasts position[s] to every lane (a byte shuffle), adds one to the places before it and
+// clears lane s, so the loop carries a few vector instructions and no memory round trip.
+using Lanes = uint8_t __attribute__((vector_size(kAlphabetSlots)));
+
+inline __attribute__((always_inline)) void mtf_indices_body(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
+  Lanes position, clear[kAlphabetSlots];
+  for (size_t s = 0; s < kAlphabetSlots; ++s) {
+    position[s] = static_cast<uint8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
+    for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = k == s ? 0 : 0xFF;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t s = symbols[i];
+    const Lanes here = __builtin_shuffle(position, Lanes{} + s);
+    index[i] = here[0];
+    position -= reinterpret_cast<Lanes>(position < here);  // true lanes are 0xFF: adds one
+    position &= clear[s];
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// pshufb (SSSE3) is the one-instruction broadcast; plain SSE2 builds would spill the vector.
+__attribute__((target("ssse3"))) void mtf_indices_ssse3(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
+  mtf_indices_body(symbols, n, used, index);
+}
+#endif
+
+void mtf_indices(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ssse3 = qe::cpu::has_ssse3();
+  if (ssse3) return mtf_indices_ssse3(symbols, n, used, index);
+#endif
+  mtf_indices_body(symbols, n, used, index);
+}
+
+// bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
+// of writing them.
+__attribute__((noinline)) uint64_t block_bits(const char* last, size_t n, const bool* in_use, Bzip2Size::Workspace& w) {
+  // Squeeze the used characters into symbols 0..used-1, in byte order.
+  int seq[kChars];
+  int used = 0, ranges = 0;
+  for (int c = 0; c < kChars; ++c) seq[c] = in_use[c] ? used++ : -1;
+  ranges = (in_use[0] ? 1 : 0) + (std::any_of(in_use + 1, in_use + kChars, [](bool b) { return b; }) ? 1 : 0);
+  const int alpha = used + 2, end_of_block = used + 1;
+  int seq_of_byte[256];
+  for (int c = 0; c < kChars; ++c) seq_of_byte[c == 0 ? ' ' : '0' + c - 1] = seq[c];
+
+  // Move-to-front indices first (no branches), then the run coding over them.
+  w.symbols.resize(n);
+  for (size_t i = 0; i < n; ++i) w.symbols[i] = static_cast<uint8_t>(seq_of_byte[static_cast<unsigned char>(last[i])]);
+  w.indices.resize(n);
+  mtf_indices(w.symbols.data(), n, used, w.indices.data());
+
+  // Runs of index 0 are written in bijective base 2 (RUNA = 1, RUNB = 2 times the place
+  // value), other indices j as j + 1. Symbols are counted per group of 50 as they come:
+  // every cost and frequency below is a sum over those counts.
+  auto& counts = w.group_counts;
+  counts.assign((n + 1) / kGroupSize + 2, {});
+  auto* row = counts.data();
+  size_t in_group = 0, symbols = 0;
+  auto emit = [&](uint8_t v) {
+    ++(*row)[v];
+    ++symbols;
+    if (++in_group == kGroupSize) {
+      ++row;
+      in_group = 0;
+    }
+  };
+  auto run = [&](size_t zeros) {
+    if (zeros == 0) return;
+    --zeros;
+    while (true) {
+      emit((zeros & 1) ? kRunB : kRunA);
+      if (zeros < 2) break;
+      zeros = (zeros - 2) / 2;
+    }
+  };
+  const uint8_t* index = w.indices.data();
+  size_t zeros = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (index[i] == 0) {
+      ++zeros;
+      continue;
+    }
+    run(zeros);
+    zeros = 0;
+    emit(static_cast<uint8_t>(index[i] + 1));
+  }
+  run(zeros);
+  emit(static_cast<uint8_t>(end_of_block));
+  const size_t groups = (symbols + kGroupSize - 1) / kGroupSize;
+  uint32_t freq[kAlphabetSlots] = {};
+  for (size_t g = 0; g < groups; ++g)
+    for (size_t v = 0; v < kAlphabetSlots; ++v) freq[v] += counts[g][v];
+
+  const int tables = symbols < 200 ? 2 : symbols < 600 ? 3 : symbols < 1200 ? 4 : symbols < 2400 ? 5 : kMaxTables;
+  uint8_t length[kMaxTables][kAlphabetSlots];
+  for (auto& row : length) std::fill(std::begin(row), std::end(row), kGreaterCost);
+  // Initial tables: split the symbol range into runs of roughly equal total frequency.
+  {
+    int parts = tables, gs = 0;
+    uint32_t remaining = static_cast<uint32_t>(symbols);
+    while (parts > 0) {
+      const uint32_t target = remaining / static_cast<uint32_t>(parts);
+      int ge = gs - 1;
+      uint32_t got = 0;
+      while (got < target && ge < alpha - 1) got += freq[++ge];
+      if (ge > gs && parts != tables && parts != 1 && ((tables - parts) % 2 == 1)) got -= freq[ge--];
+      for (int v = 0; v < alpha; ++v) length[parts - 1][v] = (v >= gs && v <= ge) ? kLesserCost : kGreaterCost;
+      --parts;
+      gs = ge + 1;
+      remaining -= got;
+    }
+  }
+  w.selector.resize(groups);
+  for (int round = 0; round < kRefinements; ++round) {
+    uint32_t table_freq[kMaxTables][kAlphabetSlots] = {};
+    for (size_t g = 0; g < groups; ++g) {
+      const auto& c = counts[g];
+      int best = 0;
+      uint32_t best_cost = UINT32_MAX;
+      for (int t = 0; t < tables; ++t) {
+        uint32_t cost = 0;
+        for (int v = 0; v < alpha; ++v) cost += static_cast<uint32_t>(c[v]) * length[t][v];
+        if (cost < best_cost) {
+          best_cost = cost;
+          best = t;
+        }
+      }
+      w.selector[g] = static_cast<uint8_t>(best);
+      for (int v = 0; v < alpha; ++v) table_freq[best][v] += c[v];
+    }
+    for (int t = 0; t < tables; ++t) make_code_lengths(length[t], table_freq[t], alpha, kMaxCodeLength);
+  }
+
+  uint64_t bits = kBlockHeaderBits + 16 * static_cast<uint64_t>(ranges);
+  // Selectors, move-to-front coded in unary.
+  uint8_t table_order[kMaxTables];
+  for (int t = 0; t < tables; ++t) table_order[t] = static_cast<uint8_t>(t);
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t s = w.selector[g];
+    int j = 0;
+    while (table_order[j] != s) ++j;
+    bits += static_cast<uint64_t>(j) + 1;
+    for (; j > 0; --j) table_order[j] = table_order[j - 1];
+    table_order[0] = s;
+  }
+  // Code lengths, delta coded: 5 bits, then per symbol 2 bits per step and a stop bit.
+  for (int t = 0; t < tables; ++t) {
+    int current = length[t][0];
+    bits += 5;
+    for (int v = 0; v < alpha; ++v) {
+      bits += 2 * static_cast<uint64_t>(std::abs(length[t][v] - current)) + 1;
+      current = length[t][v];
+    }
+  }
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t* len = length[w.selector[g]];
+    for (int v = 0; v < alpha; ++v) bits += static_cast<uint64_t>(counts[g][v]) * len[v];
+  }
+  return bits;
+}
+
+}  // namespace
+
+Bzip2Size::Bzip2Size() : w_(std::make_unique<Workspace>()) {}
+Bzip2Size::~Bzip2Size() = default;
+Bzip2Size::Bzip2Size(Bzip2Size&&) noexcept = default;
+Bzip2Size& Bzip2Size::operator=(Bzip2Size&&) noexcept = default;
+
+std::optional<size_t> Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
+  // Each value's digits and a space, four bytes a value, written four at a time.
+  static const auto table = [] {
+    std::array<std::array<char, 4>, 256> t{};
+    std::array<uint8_t, 256> lengths{};
+    for (int v = 0; v < 256; ++v) {
+      const std::string d = std::to_string(v) + " ";
+      std::copy(d.begin(), d.end(), t[static_cast<size_t>(v)].begin());
+      lengths[static_cast<size_t>(v)] = static_cast<uint8_t>(d.size());
+    }
+    return std::pair(t, lengths);
+  }();
+  std::string& text = w_->text;
+  text.resize(n * 4 + 4);
+  char* out = text.data();
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(out, table.first[samples[i]].data(), 4);
+    out += table.second[samples[i]];
+  }
+  const auto size = static_cast<size_t>(out - text.data());
+  return of_decimal_text(text.data(), size > 0 ? size - 1 : 0, block_size_100k);  // no space after the last
+}
+
+std::optional<size_t> Bzip2Size::of_decimal_text(const char* text, size_t size, int block_size_100k) {
+  Workspace& w = *w_;
+  if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
+  // bzip2's first stage would rewrite runs of 4+ equal bytes; blocks then fill to
+  // 100k x level - 19 bytes, each run going whole into the block that is open when it ends.
+  const size_t block_max = 100000 * static_cast<size_t>(block_size_100k) - 19;
+  struct Span {
+    size_t start, size;
+  };
+  std::vector<Span> blocks;
+  size_t start = 0, filled = 0, run = 0;
+  for (size_t i = 0; i < size; ++i) {
+    const char c = text[i];
+    if (c != ' ' && (c < '0' || c > '9')) return std::nullopt;
+    if (filled >= block_max) {
+      blocks.push_back({start, filled});
+      start += filled;
+      filled = 0;
+    }
+    if (i > 0 && c == text[i - 1]) {
+      if (++run > 3) return std::nullopt;
+    } else {
+      filled += run;
+      run = 1;
+    }
+  }
+  blocks.push_back({start, filled + run});
+
+  uint64_t bits = kStreamHeaderBits + kStreamTrailerBits;
+  for (const Span& b : blocks) {
+    if (b.size == 0) continue;
+    bool in_use[kChars] = {};
+    for (size_t i = 0; i < b.size; ++i) in_use[char_index(text[b.start + i])] = true;
+    if (!last_column(text + b.start, b.size, w)) return std::nullopt;
+    bits += block_bits(w.last.data(), b.size, in_use, w);
+  }
+  return static_cast<size_t>((bits + 7) / 8);
+}
+
+}  // namespace qe::ea

@@ -1,0 +1,116 @@
+// bzip2_size_of_decimal_text against libbz2 itself: the IID compression statistic must be
+// the length libbz2 produces, so every case here compresses the same text with libbz2 and
+// compares. Texts: NIST's sample files and shuffles of them, random samples of every width,
+// lengths that end blocks mid-token, constant and periodic data, all block sizes.
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ea/bzip2.h"
+#include "ea/bzip2_size.h"
+#include "tests/check.h"
+#include "tests/ea_reference.h"
+
+namespace {
+
+std::string decimal_text(const std::vector<uint8_t>& samples) {
+  std::string text;
+  for (uint8_t v : samples) text += std::to_string(v) + " ";
+  if (!text.empty()) text.pop_back();
+  return text;
+}
+
+size_t libbz2_size(std::string text, int level) {
+  qe::ea::require_bzip2();
+  auto len = static_cast<unsigned>(text.size() + text.size() / 50 + 700);
+  std::vector<char> out(len);
+  if (!qe::ea::bzip2_compress(out.data(), &len, text.data(), static_cast<unsigned>(text.size()), level))
+    throw std::runtime_error("libbz2 failed");
+  return len;
+}
+
+void same_as_libbz2(const std::string& what, const std::string& text, int level) {
+  qe::ea::Bzip2Size model;
+  const std::optional<size_t> ours = model.of_decimal_text(text.data(), text.size(), level);
+  const size_t theirs = libbz2_size(text, level);
+  if (!ours) {
+    qe::check::fail(__FILE__, __LINE__, what + ": not computed (libbz2: " + std::to_string(theirs) + ")");
+    return;
+  }
+  if (*ours != theirs)
+    qe::check::fail(__FILE__, __LINE__, what + " level " + std::to_string(level) + ": " + std::to_string(*ours) + " vs libbz2 " + std::to_string(theirs));
+}
+
+std::vector<uint8_t> random_samples(size_t n, unsigned bits, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& x : v) x = static_cast<uint8_t>(rng() & ((1u << bits) - 1));
+  return v;
+}
+
+}  // namespace
+
+QE_TEST(bzip2_size_matches_libbz2_on_nists_files_and_their_shuffles) {
+  std::mt19937_64 rng(15);
+#if defined(__SANITIZE_ADDRESS__)
+  const size_t limit = 200000;  // the whole files take minutes under ASan
+  const int shuffles = 1;
+#else
+  const size_t limit = SIZE_MAX;
+  const int shuffles = 3;
+#endif
+  for (const char* name : {"truerand_8bit.bin", "truerand_4bit.bin", "truerand_1bit.bin", "normal.bin", "rand8_short.bin"}) {
+    std::vector<uint8_t> data = qe::check::read_samples(name);
+    if (data.size() > limit) data.resize(limit);
+    same_as_libbz2(name, decimal_text(data), 5);
+    for (int s = 0; s < shuffles; ++s) {
+      std::shuffle(data.begin(), data.end(), rng);
+      same_as_libbz2(std::string(name) + " shuffled", decimal_text(data), 5);
+    }
+  }
+}
+
+QE_TEST(bzip2_size_matches_libbz2_for_every_sample_width_length_and_level) {
+  // Lengths around block boundaries (so blocks end inside a token, on a space, and so the
+  // wrap-around joins digits), tiny texts, and every level.
+  for (unsigned bits : {1u, 2u, 3u, 4u, 6u, 7u, 8u})
+    for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{1000}, size_t{25000}, size_t{28571}, size_t{28572}, size_t{120001}})
+      same_as_libbz2("random " + std::to_string(bits) + "-bit x" + std::to_string(n), decimal_text(random_samples(n, bits, bits * 7919 + n)), 1);
+  const std::vector<uint8_t> wide = random_samples(300000, 8, 42);
+  for (int level = 1; level <= 9; ++level) same_as_libbz2("random 8-bit x300000", decimal_text(wide), level);
+}
+
+QE_TEST(bzip2_size_matches_libbz2_on_constant_periodic_and_skewed_data) {
+  same_as_libbz2("constant 0", decimal_text(std::vector<uint8_t>(200000, 0)), 5);
+  same_as_libbz2("constant 255", decimal_text(std::vector<uint8_t>(200000, 255)), 1);
+  std::vector<uint8_t> ramp(300000), pair(300000), skewed = random_samples(300000, 8, 7);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<uint8_t>(i);
+  for (size_t i = 0; i < pair.size(); ++i) pair[i] = static_cast<uint8_t>(i % 2 == 0 ? 100 : 1);
+  for (auto& x : skewed) x = x < 200 ? 0 : x;  // 78% zeros: long zero runs after the sort
+  same_as_libbz2("ramp", decimal_text(ramp), 5);
+  same_as_libbz2("two values alternating", decimal_text(pair), 2);
+  same_as_libbz2("skewed", decimal_text(skewed), 5);
+  // Digit strings longer than a sample's: the tokens a block's wrap-around can make.
+  same_as_libbz2("long numbers", "123 4567890123 45 12345678901234", 1);
+}
+
+QE_TEST(bzip2_size_of_samples_is_that_of_their_text) {
+  qe::ea::Bzip2Size model;
+  for (size_t n : {size_t{1}, size_t{2}, size_t{5000}, size_t{200000}}) {
+    const std::vector<uint8_t> v = random_samples(n, 8, n);
+    CHECK(model.of_decimal_samples(v.data(), v.size(), 5) == std::optional<size_t>(libbz2_size(decimal_text(v), 5)));
+  }
+  CHECK(model.of_decimal_samples(nullptr, 0, 5) == std::optional<size_t>(libbz2_size("", 5)));
+}
+
+QE_TEST(bzip2_size_declines_text_it_does_not_model) {
+  qe::ea::Bzip2Size model;
+  const std::string letters = "12 ab 7", run = "1111 2";
+  CHECK(!model.of_decimal_text(letters.data(), letters.size(), 5));
+  CHECK(!model.of_decimal_text(run.data(), run.size(), 5));  // bzip2 run-length codes 4+ repeats
+  CHECK(!model.of_decimal_text(run.data(), run.size(), 0));
+  const std::string empty;
+  CHECK(model.of_decimal_text(empty.data(), 0, 5) == std::optional<size_t>(libbz2_size(empty, 5)));
+}
