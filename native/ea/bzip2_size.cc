@@ -39,6 +39,10 @@ constexpr uint32_t kTypeBase[4] = {0, 1, 11, 111};
 constexpr size_t kMaxDigits = 14;  // key: (digits + space) as 4-bit codes in 64 bits
 constexpr size_t kNaiveSortLimit = 4096;
 
+struct Span {
+  size_t start, size;
+};
+
 struct TokenType {
   uint8_t length = 0;  // digits
   char digits[kMaxDigits] = {};
@@ -161,12 +165,14 @@ void make_code_lengths(uint8_t* length, const uint32_t* freq, int alpha, int max
 // Buffers reused across calls (a shuffle's text is ~3.6 MB).
 struct Bzip2Size::Workspace {
   std::string text;
-  std::vector<char> rotated, last;
-  std::vector<uint8_t> symbols, indices;
-  std::vector<uint32_t> token_type, token_start, sa, next_sa, head, next_head, cursor, bucket;
+  std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
+  std::vector<char> rotated;
+  std::vector<uint8_t> symbols, indices;  // last column as symbol numbers; move-to-front indices
+  std::vector<uint32_t> token_type, rank, sa, next_sa, head, next_head, cursor, bucket;
   std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;
   std::vector<uint8_t> selector;
   std::vector<TokenType> long_types;
+  bool in_use[kChars];
 };
 
 namespace {
@@ -219,6 +225,58 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
   }
 }
 
+// The type of the token "<digits> ": numbered directly up to three digits; a longer one (only
+// where a block's end meets its start) and its suffixes longer than three digits get types
+// of their own. nullopt when longer than a key holds.
+std::optional<uint32_t> token_type(const char* digits, size_t length, Bzip2Size::Workspace& w) {
+  if (length <= 3) return short_type(digits, length);
+  if (length > kMaxDigits) return std::nullopt;
+  TokenType t = make_type(digits, length);
+  for (size_t s = 0; s <= length; ++s) {
+    if (length - s <= 3) {
+      t.suffix_type[s] = short_type(digits + s, length - s);
+      continue;
+    }
+    const uint64_t key = key_of(digits + s, length - s);
+    auto it = std::find_if(w.long_types.begin(), w.long_types.end(), [key](const TokenType& x) { return x.key == key; });
+    if (it == w.long_types.end()) {
+      w.long_types.push_back(make_type(digits + s, length - s));
+      it = w.long_types.end() - 1;
+    }
+    t.suffix_type[s] = kShortTypes + static_cast<uint32_t>(it - w.long_types.begin());
+  }
+  // The suffix types of the long suffixes themselves follow from the token's.
+  for (size_t s = 1; s <= length; ++s) {
+    if (length - s <= 3) continue;
+    TokenType& sub = w.long_types[t.suffix_type[s] - kShortTypes];
+    for (size_t q = 0; q <= sub.length; ++q) sub.suffix_type[q] = t.suffix_type[s + q];
+  }
+  w.long_types[t.suffix_type[0] - kShortTypes] = t;
+  return t.suffix_type[0];
+}
+
+// The block's tokens in cyclic order, read from its characters: rotated to start after the
+// first space (the sorted rotations are the same set). False if the block has no space or a
+// digit string too long for a key.
+bool tokens_of_text(const char* block, size_t n, Bzip2Size::Workspace& w) {
+  const char* first_space = std::find(block, block + n, ' ');
+  if (first_space == block + n) return false;
+  const size_t f = static_cast<size_t>(first_space - block) + 1;
+  w.rotated.resize(n);
+  std::copy(block + f, block + n, w.rotated.begin());
+  std::copy(block, block + f, w.rotated.begin() + static_cast<std::ptrdiff_t>(n - f));
+  const char* r = w.rotated.data();
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (r[j] != ' ') ++j;
+    const std::optional<uint32_t> type = token_type(r + i, j - i, w);
+    if (!type) return false;
+    w.token_type.push_back(*type);
+    i = j + 1;
+  }
+  return true;
+}
+
 // The last column by sorting the rotations directly: for the odd small block the token
 // method cannot take (no space in it, or a digit string too long for a key).
 bool naive_last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
@@ -232,89 +290,60 @@ bool naive_last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
     }
     return false;
   });
-  w.last.resize(n);
-  for (size_t k = 0; k < n; ++k) w.last[k] = block[(order[k] + n - 1) % n];
+  bool in_use[kChars] = {};
+  for (size_t i = 0; i < n; ++i) in_use[char_index(block[i])] = true;
+  uint8_t symbol_of[kChars];
+  uint8_t used = 0;
+  for (int c = 0; c < kChars; ++c) symbol_of[c] = in_use[c] ? used++ : 0;
+  w.symbols.resize(n);
+  for (size_t k = 0; k < n; ++k) w.symbols[k] = symbol_of[char_index(block[(order[k] + n - 1) % n])];
+  std::copy(in_use, in_use + kChars, w.in_use);
   return true;
 }
 
-// The last column of the sorted rotations of one block. Every position in a token "<d1..dL> "
-// starts a rotation that reads (the token's digits from there on) + ' ' + (the rotation at
-// the next token); such suffix strings are prefix-free, so rotations sort by (suffix string,
-// next token's rotation). Filling per suffix string in the order of the next token's rotation
-// places every position; its last-column character is the one before it.
-__attribute__((noinline)) bool last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
-  const char* first_space = std::find(block, block + n, ' ');
-  if (first_space == block + n) return naive_last_column(block, n, w);
-  // Rotate so the block starts at a token: the sorted rotations are the same set.
-  const size_t f = static_cast<size_t>(first_space - block) + 1;
-  w.rotated.resize(n);
-  std::copy(block + f, block + n, w.rotated.begin());
-  std::copy(block, block + f, w.rotated.begin() + static_cast<std::ptrdiff_t>(n - f));
-  const char* r = w.rotated.data();
-
+// The last column of the sorted rotations of a block given as its cyclic token sequence
+// (w.token_type), as symbol numbers (w.symbols, w.in_use). Every position in a token
+// "<d1..dL> " starts a rotation that reads (the token's digits from there on) + ' ' + (the
+// rotation at the next token); such suffix strings are prefix-free, so rotations sort by
+// (suffix string, next token's rotation). Filling per suffix string in the order of the next
+// token's rotation places every position; its last-column character is the one before it.
+void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   const std::vector<TokenType>& shorts = short_types();
-  w.long_types.clear();
-  w.token_type.clear();
-  w.token_start.clear();
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (r[j] != ' ') ++j;
-    const size_t length = j - i;
-    uint32_t type;
-    if (length <= 3) {
-      type = short_type(r + i, length);
-    } else {
-      if (length > kMaxDigits) return naive_last_column(block, n, w);
-      // A token the wrap-around made: it and its suffixes longer than 3 digits get types of
-      // their own (there is one such token per block at most).
-      TokenType t = make_type(r + i, length);
-      for (size_t s = 0; s <= length; ++s) {
-        if (length - s <= 3) {
-          t.suffix_type[s] = short_type(r + i + s, length - s);
-          continue;
-        }
-        const uint64_t key = key_of(r + i + s, length - s);
-        auto it = std::find_if(w.long_types.begin(), w.long_types.end(), [key](const TokenType& x) { return x.key == key; });
-        if (it == w.long_types.end()) {
-          w.long_types.push_back(make_type(r + i + s, length - s));
-          it = w.long_types.end() - 1;
-        }
-        t.suffix_type[s] = kShortTypes + static_cast<uint32_t>(it - w.long_types.begin());
-      }
-      // The suffix types of the long suffixes themselves follow from the token's.
-      for (size_t s = 1; s <= length; ++s) {
-        if (length - s <= 3) continue;
-        TokenType& sub = w.long_types[t.suffix_type[s] - kShortTypes];
-        for (size_t q = 0; q <= sub.length; ++q) sub.suffix_type[q] = t.suffix_type[s + q];
-      }
-      type = t.suffix_type[0];
-      w.long_types[type - kShortTypes] = t;
-    }
-    w.token_type.push_back(type);
-    w.token_start.push_back(static_cast<uint32_t>(i));
-    i = j + 1;
-  }
-
-  // Ranks of every type, short and long, in string order.
   const size_t types = kShortTypes + w.long_types.size();
   auto type_at = [&](uint32_t t) -> const TokenType& { return t < kShortTypes ? shorts[t] : w.long_types[t - kShortTypes]; };
-  std::vector<uint32_t> order(types);
-  for (uint32_t t = 0; t < types; ++t) order[t] = t;
-  if (!w.long_types.empty())
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return type_at(a).key < type_at(b).key; });
-  else
+  // Ranks of every type in string order (the short types' order is fixed).
+  static const std::vector<uint32_t> short_order = [&] {
+    std::vector<uint32_t> order(kShortTypes);
+    for (uint32_t t = 0; t < kShortTypes; ++t) order[t] = t;
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return shorts[a].key < shorts[b].key; });
+    return order;
+  }();
+  std::vector<uint32_t> order(short_order);
+  for (uint32_t t = kShortTypes; t < types; ++t) {
+    const uint64_t key = type_at(t).key;
+    order.insert(std::upper_bound(order.begin(), order.end(), key, [&](uint64_t k, uint32_t x) { return k < type_at(x).key; }), t);
+  }
   std::vector<uint32_t> rank_of(types);
   for (uint32_t k = 0; k < types; ++k) rank_of[order[k]] = k;
 
   const size_t m = w.token_type.size();
-  std::vector<uint32_t> rank(m);
-  for (size_t t = 0; t < m; ++t) rank[t] = rank_of[w.token_type[t]];
-  sort_token_rotations(rank, static_cast<uint32_t>(types), w);
+  w.rank.resize(m);
+  for (size_t t = 0; t < m; ++t) w.rank[t] = rank_of[w.token_type[t]];
+  sort_token_rotations(w.rank, static_cast<uint32_t>(types), w);
 
-  // Bucket starts: how many positions begin with each suffix string.
+  // Characters in use, and their symbol numbers (bzip2 numbers only the bytes that occur).
   std::vector<uint32_t> tokens_of_type(types, 0);
   for (uint32_t t : w.token_type) ++tokens_of_type[t];
+  std::fill(std::begin(w.in_use), std::end(w.in_use), false);
+  w.in_use[0] = true;  // every token ends in a space
+  for (uint32_t t = 0; t < types; ++t)
+    if (tokens_of_type[t] > 0)
+      for (size_t d = 0; d < type_at(t).length; ++d) w.in_use[char_index(type_at(t).digits[d])] = true;
+  uint8_t symbol_of[kChars];
+  uint8_t used = 0;
+  for (int c = 0; c < kChars; ++c) symbol_of[c] = w.in_use[c] ? used++ : 0;
+
+  // Bucket starts: how many positions begin with each suffix string.
   std::vector<uint32_t> bucket(types + 1, 0);
   for (uint32_t t = 0; t < types; ++t) {
     if (tokens_of_type[t] == 0) continue;
@@ -322,24 +351,30 @@ __attribute__((noinline)) bool last_column(const char* block, size_t n, Bzip2Siz
     for (size_t s = 0; s <= tt.length; ++s) bucket[rank_of[tt.suffix_type[s]] + 1] += tokens_of_type[t];
   }
   for (size_t k = 0; k < types; ++k) bucket[k + 1] += bucket[k];
-  // Per type, the bucket of each of its suffixes, so the fill reads one small table.
-  std::vector<std::array<uint32_t, kMaxDigits + 1>> suffix_bucket(types);
+  // Per type, the bucket of each suffix and the symbol before it, so the fill reads one row.
+  struct Fill {
+    uint32_t bucket[kMaxDigits + 1];
+    uint8_t before[kMaxDigits + 1];
+    uint8_t positions;
+  };
+  std::vector<Fill> fill(types);
   for (uint32_t t = 0; t < types; ++t) {
     if (tokens_of_type[t] == 0) continue;
     const TokenType& tt = type_at(t);
-    for (size_t s = 0; s <= tt.length; ++s) suffix_bucket[t][s] = rank_of[tt.suffix_type[s]];
+    fill[t].positions = static_cast<uint8_t>(tt.length + 1);
+    for (size_t d = 0; d <= tt.length; ++d) {
+      fill[t].bucket[d] = rank_of[tt.suffix_type[d]];
+      // Position d of the token: preceded by the previous token's space (d = 0) or digit d-1.
+      fill[t].before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
+    }
   }
-  w.last.resize(n);
-  char* last = w.last.data();
+  w.symbols.resize(n);
+  uint8_t* last = w.symbols.data();
   for (size_t k = 0; k < m; ++k) {
     const size_t next = w.sa[k];
-    const uint32_t t = w.token_type[next == 0 ? m - 1 : next - 1];
-    const TokenType& tt = type_at(t);
-    // Position d of the token: preceded by the previous token's space (d = 0) or digit d-1.
-    last[bucket[suffix_bucket[t][0]]++] = ' ';
-    for (size_t d = 1; d <= tt.length; ++d) last[bucket[suffix_bucket[t][d]]++] = tt.digits[d - 1];
+    const Fill& f = fill[w.token_type[next == 0 ? m - 1 : next - 1]];
+    for (size_t d = 0; d < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
   }
-  return true;
 }
 
 // Move-to-front: index[i] = how many distinct symbols came since symbols[i] last did (its
@@ -380,19 +415,13 @@ void mtf_indices(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
 
 // bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
 // of writing them.
-__attribute__((noinline)) uint64_t block_bits(const char* last, size_t n, const bool* in_use, Bzip2Size::Workspace& w) {
-  // Squeeze the used characters into symbols 0..used-1, in byte order.
-  int seq[kChars];
-  int used = 0, ranges = 0;
-  for (int c = 0; c < kChars; ++c) seq[c] = in_use[c] ? used++ : -1;
-  ranges = (in_use[0] ? 1 : 0) + (std::any_of(in_use + 1, in_use + kChars, [](bool b) { return b; }) ? 1 : 0);
+uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
+  const bool* in_use = w.in_use;
+  const int used = static_cast<int>(std::count(in_use, in_use + kChars, true));
+  const int ranges = (in_use[0] ? 1 : 0) + (std::any_of(in_use + 1, in_use + kChars, [](bool b) { return b; }) ? 1 : 0);
   const int alpha = used + 2, end_of_block = used + 1;
-  int seq_of_byte[256];
-  for (int c = 0; c < kChars; ++c) seq_of_byte[c == 0 ? ' ' : '0' + c - 1] = seq[c];
 
   // Move-to-front indices first (no branches), then the run coding over them.
-  w.symbols.resize(n);
-  for (size_t i = 0; i < n; ++i) w.symbols[i] = static_cast<uint8_t>(seq_of_byte[static_cast<unsigned char>(last[i])]);
   w.indices.resize(n);
   mtf_indices(w.symbols.data(), n, used, w.indices.data());
 
@@ -506,6 +535,27 @@ __attribute__((noinline)) uint64_t block_bits(const char* last, size_t n, const 
   return bits;
 }
 
+
+// Where bzip2 ends each block. Its first stage holds back the current run of equal bytes
+// until a different byte arrives, and a block is closed, before a byte is read, once the
+// bytes handed on reach 100k x level - 19. So a block ends at the first start of a run at or
+// past that size, provided a byte follows it (otherwise the rest is the last block). Assumes
+// no run longer than 3 (there the first stage would insert a count byte).
+std::vector<Span> block_spans(const char* text, size_t size, int block_size_100k) {
+  const size_t block_max = 100000 * static_cast<size_t>(block_size_100k) - 19;
+  std::vector<Span> blocks;
+  for (size_t start = 0;;) {
+    size_t end = start + block_max;
+    while (end < size && text[end] == text[end - 1]) ++end;
+    if (end + 2 > size) {
+      blocks.push_back({start, size - start});
+      return blocks;
+    }
+    blocks.push_back({start, end - start});
+    start = end;
+  }
+}
+
 }  // namespace
 
 Bzip2Size::Bzip2Size() : w_(std::make_unique<Workspace>()) {}
@@ -513,64 +563,86 @@ Bzip2Size::~Bzip2Size() = default;
 Bzip2Size::Bzip2Size(Bzip2Size&&) noexcept = default;
 Bzip2Size& Bzip2Size::operator=(Bzip2Size&&) noexcept = default;
 
-std::optional<size_t> Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
-  // Each value's digits and a space, four bytes a value, written four at a time.
-  static const auto table = [] {
-    std::array<std::array<char, 4>, 256> t{};
-    std::array<uint8_t, 256> lengths{};
-    for (int v = 0; v < 256; ++v) {
-      const std::string d = std::to_string(v) + " ";
-      std::copy(d.begin(), d.end(), t[static_cast<size_t>(v)].begin());
-      lengths[static_cast<size_t>(v)] = static_cast<uint8_t>(d.size());
-    }
-    return std::pair(t, lengths);
-  }();
-  std::string& text = w_->text;
-  text.resize(n * 4 + 4);
-  char* out = text.data();
-  for (size_t i = 0; i < n; ++i) {
-    std::memcpy(out, table.first[samples[i]].data(), 4);
-    out += table.second[samples[i]];
-  }
-  const auto size = static_cast<size_t>(out - text.data());
-  return of_decimal_text(text.data(), size > 0 ? size - 1 : 0, block_size_100k);  // no space after the last
-}
-
 std::optional<size_t> Bzip2Size::of_decimal_text(const char* text, size_t size, int block_size_100k) {
-  Workspace& w = *w_;
   if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
-  // bzip2's first stage would rewrite runs of 4+ equal bytes; blocks then fill to
-  // 100k x level - 19 bytes, each run going whole into the block that is open when it ends.
-  const size_t block_max = 100000 * static_cast<size_t>(block_size_100k) - 19;
-  struct Span {
-    size_t start, size;
-  };
-  std::vector<Span> blocks;
-  size_t start = 0, filled = 0, run = 0;
-  for (size_t i = 0; i < size; ++i) {
+  for (size_t i = 0, run = 0; i < size; ++i) {
     const char c = text[i];
     if (c != ' ' && (c < '0' || c > '9')) return std::nullopt;
-    if (filled >= block_max) {
-      blocks.push_back({start, filled});
-      start += filled;
-      filled = 0;
-    }
-    if (i > 0 && c == text[i - 1]) {
-      if (++run > 3) return std::nullopt;
-    } else {
-      filled += run;
-      run = 1;
-    }
+    run = (i > 0 && c == text[i - 1]) ? run + 1 : 1;
+    if (run > 3) return std::nullopt;
   }
-  blocks.push_back({start, filled + run});
+  Workspace& w = *w_;
+  uint64_t bits = kStreamHeaderBits + kStreamTrailerBits;
+  for (const Span& b : block_spans(text, size, block_size_100k)) {
+    if (b.size == 0) continue;
+    w.token_type.clear();
+    w.long_types.clear();
+    if (tokens_of_text(text + b.start, b.size, w)) last_column_of_tokens(b.size, w);
+    else if (!naive_last_column(text + b.start, b.size, w)) return std::nullopt;
+    bits += block_bits(b.size, w);
+  }
+  return static_cast<size_t>((bits + 7) / 8);
+}
+
+std::optional<size_t> Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
+  if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
+  // The text, each value's digits and a space written four bytes at a time, and where each
+  // value's token starts; token_at[n] is one past the (absent) space after the last value.
+  static const auto table = [] {
+    struct {
+      std::array<std::array<char, 4>, 256> chars{};
+      std::array<uint8_t, 256> length{};
+      std::array<uint32_t, 256> type{};
+    } t;
+    for (size_t v = 0; v < 256; ++v) {
+      const std::string d = std::to_string(v);
+      std::copy(d.begin(), d.end(), t.chars[v].begin());
+      t.chars[v][d.size()] = ' ';
+      t.length[v] = static_cast<uint8_t>(d.size() + 1);
+      t.type[v] = short_type(d.data(), d.size());
+    }
+    return t;
+  }();
+  Workspace& w = *w_;
+  w.text.resize(n * 4 + 4);
+  w.token_at.resize(n + 1);
+  char* const text = w.text.data();
+  uint32_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    w.token_at[i] = at;
+    std::memcpy(text + at, table.chars[samples[i]].data(), 4);
+    at += table.length[samples[i]];
+  }
+  w.token_at[n] = at;
+  const size_t size = n > 0 ? at - 1 : 0;  // no space after the last value
 
   uint64_t bits = kStreamHeaderBits + kStreamTrailerBits;
-  for (const Span& b : blocks) {
+  for (const Span& b : block_spans(text, size, block_size_100k)) {
     if (b.size == 0) continue;
-    bool in_use[kChars] = {};
-    for (size_t i = 0; i < b.size; ++i) in_use[char_index(text[b.start + i])] = true;
-    if (!last_column(text + b.start, b.size, w)) return std::nullopt;
-    bits += block_bits(w.last.data(), b.size, in_use, w);
+    const size_t a = b.start, e = b.start + b.size;
+    // Sample `first` holds the block's first character; the block's first space ends it.
+    // Whole tokens follow up to sample `last - 1`; then the block's tail (digits of sample
+    // `last`) wraps around to its head (the rest of sample `first`): one token, the junction.
+    const auto* at_begin = w.token_at.data();
+    const size_t first = static_cast<size_t>(std::upper_bound(at_begin, at_begin + n + 1, a) - at_begin) - 1;
+    const size_t first_space = w.token_at[first + 1] - 1;
+    w.token_type.clear();
+    w.long_types.clear();
+    if (first_space >= e) {
+      if (!naive_last_column(text + a, b.size, w)) return std::nullopt;
+    } else {
+      const size_t last = static_cast<size_t>(std::upper_bound(at_begin, at_begin + n + 1, e) - at_begin) - 1;
+      for (size_t i = first + 1; i < last; ++i) w.token_type.push_back(table.type[samples[i]]);
+      char junction[2 * 3 + 1];
+      const size_t tail = e - w.token_at[last], head = first_space - a;
+      std::memcpy(junction, text + w.token_at[last], tail);
+      std::memcpy(junction + tail, text + a, head);
+      const std::optional<uint32_t> type = token_type(junction, tail + head, w);
+      if (!type) return std::nullopt;
+      w.token_type.push_back(*type);
+      last_column_of_tokens(b.size, w);
+    }
+    bits += block_bits(b.size, w);
   }
   return static_cast<size_t>((bits + 7) / 8);
 }

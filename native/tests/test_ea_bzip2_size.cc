@@ -43,6 +43,17 @@ void same_as_libbz2(const std::string& what, const std::string& text, int level)
     qe::check::fail(__FILE__, __LINE__, what + " level " + std::to_string(level) + ": " + std::to_string(*ours) + " vs libbz2 " + std::to_string(theirs));
 }
 
+// Both ways in: the text itself, and the samples it was written from.
+void same_as_libbz2(const std::string& what, const std::vector<uint8_t>& samples, int level) {
+  const std::string text = decimal_text(samples);
+  same_as_libbz2(what, text, level);
+  qe::ea::Bzip2Size model;
+  const std::optional<size_t> ours = model.of_decimal_samples(samples.data(), samples.size(), level);
+  const size_t theirs = libbz2_size(text, level);
+  if (ours != std::optional<size_t>(theirs))
+    qe::check::fail(__FILE__, __LINE__, what + " (from samples) level " + std::to_string(level) + ": " + (ours ? std::to_string(*ours) : "none") + " vs libbz2 " + std::to_string(theirs));
+}
+
 std::vector<uint8_t> random_samples(size_t n, unsigned bits, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<uint8_t> v(n);
@@ -64,10 +75,10 @@ QE_TEST(bzip2_size_matches_libbz2_on_nists_files_and_their_shuffles) {
   for (const char* name : {"truerand_8bit.bin", "truerand_4bit.bin", "truerand_1bit.bin", "normal.bin", "rand8_short.bin"}) {
     std::vector<uint8_t> data = qe::check::read_samples(name);
     if (data.size() > limit) data.resize(limit);
-    same_as_libbz2(name, decimal_text(data), 5);
+    same_as_libbz2(name, data, 5);
     for (int s = 0; s < shuffles; ++s) {
       std::shuffle(data.begin(), data.end(), rng);
-      same_as_libbz2(std::string(name) + " shuffled", decimal_text(data), 5);
+      same_as_libbz2(std::string(name) + " shuffled", data, 5);
     }
   }
 }
@@ -77,32 +88,37 @@ QE_TEST(bzip2_size_matches_libbz2_for_every_sample_width_length_and_level) {
   // wrap-around joins digits), tiny texts, and every level.
   for (unsigned bits : {1u, 2u, 3u, 4u, 6u, 7u, 8u})
     for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{1000}, size_t{25000}, size_t{28571}, size_t{28572}, size_t{120001}})
-      same_as_libbz2("random " + std::to_string(bits) + "-bit x" + std::to_string(n), decimal_text(random_samples(n, bits, bits * 7919 + n)), 1);
+      same_as_libbz2("random " + std::to_string(bits) + "-bit x" + std::to_string(n), random_samples(n, bits, bits * 7919 + n), 1);
   const std::vector<uint8_t> wide = random_samples(300000, 8, 42);
-  for (int level = 1; level <= 9; ++level) same_as_libbz2("random 8-bit x300000", decimal_text(wide), level);
+  for (int level = 1; level <= 9; ++level) same_as_libbz2("random 8-bit x300000", wide, level);
 }
 
 QE_TEST(bzip2_size_matches_libbz2_on_constant_periodic_and_skewed_data) {
-  same_as_libbz2("constant 0", decimal_text(std::vector<uint8_t>(200000, 0)), 5);
-  same_as_libbz2("constant 255", decimal_text(std::vector<uint8_t>(200000, 255)), 1);
+  same_as_libbz2("constant 0", std::vector<uint8_t>(200000, 0), 5);
+  same_as_libbz2("constant 255", std::vector<uint8_t>(200000, 255), 1);
   std::vector<uint8_t> ramp(300000), pair(300000), skewed = random_samples(300000, 8, 7);
   for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<uint8_t>(i);
   for (size_t i = 0; i < pair.size(); ++i) pair[i] = static_cast<uint8_t>(i % 2 == 0 ? 100 : 1);
   for (auto& x : skewed) x = x < 200 ? 0 : x;  // 78% zeros: long zero runs after the sort
-  same_as_libbz2("ramp", decimal_text(ramp), 5);
-  same_as_libbz2("two values alternating", decimal_text(pair), 2);
-  same_as_libbz2("skewed", decimal_text(skewed), 5);
+  same_as_libbz2("ramp", ramp, 5);
+  same_as_libbz2("two values alternating", pair, 2);
+  same_as_libbz2("skewed", skewed, 5);
   // Digit strings longer than a sample's: the tokens a block's wrap-around can make.
-  same_as_libbz2("long numbers", "123 4567890123 45 12345678901234", 1);
+  same_as_libbz2("long numbers", std::string("123 4567890123 45 12345678901234"), 1);
 }
 
-QE_TEST(bzip2_size_of_samples_is_that_of_their_text) {
-  qe::ea::Bzip2Size model;
-  for (size_t n : {size_t{1}, size_t{2}, size_t{5000}, size_t{200000}}) {
-    const std::vector<uint8_t> v = random_samples(n, 8, n);
-    CHECK(model.of_decimal_samples(v.data(), v.size(), 5) == std::optional<size_t>(libbz2_size(decimal_text(v), 5)));
+QE_TEST(bzip2_size_of_samples_ending_blocks_at_every_offset) {
+  // Every way a level-1 block (99,981 bytes) can end: a growing prefix of one-digit values
+  // moves the cut through the one-, two- and three-digit tokens after it and their spaces.
+  const std::vector<uint8_t> body = random_samples(30000, 8, 3);
+  for (size_t prefix = 0; prefix < 8; ++prefix) {
+    std::vector<uint8_t> v(prefix, 5);
+    v.insert(v.end(), body.begin(), body.end());
+    same_as_libbz2("random 8-bit after " + std::to_string(prefix) + " fives", v, 1);
   }
-  CHECK(model.of_decimal_samples(nullptr, 0, 5) == std::optional<size_t>(libbz2_size("", 5)));
+  // Texts ending just before, at and just after the cut ("7 7 ... 7" is 2n - 1 bytes).
+  for (size_t n = 49989; n <= 49994; ++n) same_as_libbz2("sevens x" + std::to_string(n), std::vector<uint8_t>(n, 7), 1);
+  same_as_libbz2("empty", std::vector<uint8_t>{}, 5);
 }
 
 QE_TEST(bzip2_size_declines_text_it_does_not_model) {
