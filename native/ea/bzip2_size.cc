@@ -167,8 +167,11 @@ struct Bzip2Size::Workspace {
   std::string text;
   std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
-  std::vector<uint8_t> symbols, indices;  // last column as symbol numbers; move-to-front indices
+  std::vector<uint8_t> symbols, indices, coded;  // last column as symbol numbers; move-to-front indices; coded symbols
   std::vector<uint32_t> token_type, rank, sa, next_sa, head, next_head, cursor, bucket;
+  std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
+  std::vector<uint32_t> radix_count;
+  std::vector<Span> tied, next_tied;      // groups of sa not yet in order
   std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;
   std::vector<uint8_t> selector;
   std::vector<TokenType> long_types;
@@ -178,50 +181,162 @@ struct Bzip2Size::Workspace {
 namespace {
 
 
+// One prefix-doubling round over the whole array (Manber-Myers with group heads): from sa
+// and head ordered by h-token prefixes to the order by 2h-token prefixes. Returns the number
+// of groups.
+size_t doubling_round(size_t h, Bzip2Size::Workspace& w) {
+  auto& sa = w.sa;
+  auto& head = w.head;
+  const size_t m = sa.size();
+  w.next_sa.resize(m);
+  w.next_head.resize(m);
+  w.cursor.resize(m);
+  for (size_t k = 0; k < m; ++k) w.cursor[k] = static_cast<uint32_t>(k);
+  // Walking sa visits i + h in order of its head, so each group of head[i] fills in order
+  // of (head[i], head[i + h]).
+  for (size_t k = 0; k < m; ++k) {
+    const size_t j = sa[k];
+    const size_t i = j >= h ? j - h : j + m - h;
+    w.next_sa[w.cursor[head[i]]++] = static_cast<uint32_t>(i);
+  }
+  size_t groups = 0;
+  uint32_t start = 0, prev_first = 0, prev_second = 0;
+  for (size_t k = 0; k < m; ++k) {
+    const size_t i = w.next_sa[k];
+    const uint32_t first = head[i], second = head[i + h < m ? i + h : i + h - m];
+    if (k == 0 || first != prev_first || second != prev_second) {
+      start = static_cast<uint32_t>(k);
+      ++groups;
+    }
+    w.next_head[i] = start;
+    prev_first = first;
+    prev_second = second;
+  }
+  sa.swap(w.next_sa);
+  head.swap(w.next_head);
+  return groups;
+}
+
 // Sorts the token rotations: sa = token indices in order of the cyclic token sequences that
-// start there, by prefix doubling (Manber-Myers with group heads). Equal rotations (a
+// start there. First a radix sort on the first K tokens packed into 32 bits (K = 3 for 8-bit
+// samples, 16 for bits), which leaves few ties on data with any entropy; then prefix doubling
+// (head = start of an element's group in sa, i.e. its rank among h-token prefixes), over the
+// tied groups only while they are few, over everything otherwise. Equal rotations (a
 // periodic block) end up adjacent in any order, which leaves the last column unchanged.
 void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzip2Size::Workspace& w) {
   const size_t m = rank.size();
+  // Dense ranks of the types present, and the bits one takes.
+  w.bucket.assign(ranks, 0);
+  for (uint32_t r : rank) w.bucket[r] = 1;
+  uint32_t distinct = 0;
+  for (uint32_t& b : w.bucket) b = b ? distinct++ : 0;
+  unsigned bits = 1;
+  while ((1u << bits) < distinct) ++bits;
+  const size_t per_key = std::max<size_t>(1, std::min<size_t>(m, 32 / bits));
+  const unsigned key_bits = static_cast<unsigned>(per_key) * bits;
+  // Keys as (prefix << 32 | index), the prefix rolled from the end: key(i) drops token
+  // i + K from key(i + 1) and takes token i in front.
+  std::vector<uint64_t>& keyed = w.keyed;
+  keyed.resize(m);
+  uint64_t prefix = 0;
+  for (size_t j = 0; j < per_key; ++j) prefix = (prefix << bits) | w.bucket[rank[(m - 1 + j) % m]];
+  for (size_t i = m; i-- > 0;) {
+    if (i < m - 1) prefix = (uint64_t{w.bucket[rank[i]]} << (key_bits - bits)) | (prefix >> bits);
+    keyed[i] = (prefix << 32) | i;
+  }
+  // LSD radix sort on the prefix in as few passes of at most 11 bits as it takes, every
+  // pass's counts taken in one read.
+  constexpr unsigned kMaxDigitBits = 11;
+  const unsigned passes = (key_bits + kMaxDigitBits - 1) / kMaxDigitBits;
+  const unsigned digit_bits = (key_bits + passes - 1) / passes;
+  const uint64_t digit_mask = (uint64_t{1} << digit_bits) - 1;
+  std::vector<uint32_t>& count = w.radix_count;
+  count.assign(size_t{passes} << digit_bits, 0);
+  for (uint64_t x : keyed)
+    for (unsigned p = 0; p < passes; ++p) ++count[(size_t{p} << digit_bits) + ((x >> (32 + p * digit_bits)) & digit_mask)];
+  w.keyed_tmp.resize(m);
+  for (unsigned p = 0; p < passes; ++p) {
+    uint32_t* c = count.data() + (size_t{p} << digit_bits);
+    uint32_t sum = 0;
+    for (size_t b = 0; b <= digit_mask; ++b) {
+      const uint32_t here = c[b];
+      c[b] = sum;
+      sum += here;
+    }
+    const unsigned shift = 32 + p * digit_bits;
+    for (uint64_t x : keyed) w.keyed_tmp[c[(x >> shift) & digit_mask]++] = x;
+    keyed.swap(w.keyed_tmp);
+  }
   auto& sa = w.sa;
   auto& head = w.head;
   sa.resize(m);
   head.resize(m);
-  w.bucket.assign(ranks + 1, 0);
-  for (uint32_t r : rank) ++w.bucket[r + 1];
-  for (uint32_t r = 0; r < ranks; ++r) w.bucket[r + 1] += w.bucket[r];
-  for (size_t i = 0; i < m; ++i) head[i] = w.bucket[rank[i]];
-  w.cursor.assign(w.bucket.begin(), w.bucket.end() - 1);
-  for (size_t i = 0; i < m; ++i) sa[w.cursor[rank[i]]++] = static_cast<uint32_t>(i);
-  size_t groups = 0;
-  for (uint32_t r = 0; r < ranks; ++r) groups += w.bucket[r + 1] > w.bucket[r];
-  w.next_sa.resize(m);
-  w.next_head.resize(m);
-  w.cursor.resize(m);
-  for (size_t h = 1; groups < m && h < m; h *= 2) {
-    for (size_t k = 0; k < m; ++k) w.cursor[k] = static_cast<uint32_t>(k);
-    // Walking sa visits i + h in order of its head, so each group of head[i] fills in order
-    // of (head[i], head[i + h]).
-    for (size_t k = 0; k < m; ++k) {
-      const size_t j = sa[k];
-      const size_t i = j >= h ? j - h : j + m - h;
-      w.next_sa[w.cursor[head[i]]++] = static_cast<uint32_t>(i);
+  w.tied.clear();
+  size_t tied_elements = 0;
+  for (size_t k = 0, start = 0; k < m; ++k) {
+    sa[k] = static_cast<uint32_t>(keyed[k]);
+    if (k > 0 && (keyed[k] >> 32) != (keyed[k - 1] >> 32)) {
+      if (k - start > 1) w.tied.push_back({start, k - start});
+      tied_elements += k - start > 1 ? k - start : 0;
+      start = k;
     }
-    groups = 0;
-    uint32_t start = 0, prev_first = 0, prev_second = 0;
-    for (size_t k = 0; k < m; ++k) {
-      const size_t i = w.next_sa[k];
-      const uint32_t first = head[i], second = head[i + h < m ? i + h : i + h - m];
-      if (k == 0 || first != prev_first || second != prev_second) {
-        start = static_cast<uint32_t>(k);
-        ++groups;
+    head[sa[k]] = static_cast<uint32_t>(start);
+    if (k == m - 1 && m - start > 1) {
+      w.tied.push_back({start, m - start});
+      tied_elements += m - start;
+    }
+  }
+
+  for (size_t h = per_key; !w.tied.empty() && h < m; h *= 2) {
+    if (tied_elements > m / 4) {
+      // Many ties (little entropy): a whole round is cheaper than sorting groups.
+      const size_t groups = doubling_round(h, w);
+      w.tied.clear();
+      tied_elements = 0;
+      if (groups == m) break;
+      for (size_t k = 0, start = 0; k <= m; ++k) {
+        if (k == m || (k > 0 && head[sa[k]] != head[sa[k - 1]])) {
+          if (k - start > 1) {
+            w.tied.push_back({start, k - start});
+            tied_elements += k - start;
+          }
+          start = k;
+        }
       }
-      w.next_head[i] = start;
-      prev_first = first;
-      prev_second = second;
+      continue;
     }
-    sa.swap(w.next_sa);
-    head.swap(w.next_head);
+    // Few ties: sort each tied group by the head h tokens on, read for all groups before
+    // any head changes, so every comparison is by the same h-token prefixes.
+    for (const Span& g : w.tied)
+      for (size_t k = g.start; k < g.start + g.size; ++k) {
+        const size_t i = sa[k];
+        keyed[k] = (uint64_t{head[i + h < m ? i + h : i + h - m]} << 32) | i;
+      }
+    w.next_tied.clear();
+    tied_elements = 0;
+    for (const Span& g : w.tied) {
+      std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(g.start), keyed.begin() + static_cast<std::ptrdiff_t>(g.start + g.size));
+      size_t start = g.start;
+      for (size_t k = g.start; k <= g.start + g.size; ++k) {
+        if (k == g.start + g.size || (k > g.start && (keyed[k] >> 32) != (keyed[k - 1] >> 32))) {
+          if (k - start > 1) {
+            w.next_tied.push_back({start, k - start});
+            tied_elements += k - start;
+          }
+          start = k;
+        }
+        if (k < g.start + g.size) sa[k] = static_cast<uint32_t>(keyed[k]);
+      }
+    }
+    // New heads only now, after every group has read the old ones.
+    for (const Span& g : w.tied) {
+      size_t start = g.start;
+      for (size_t k = g.start; k < g.start + g.size; ++k) {
+        if (k > g.start && (keyed[k] >> 32) != (keyed[k - 1] >> 32)) start = k;
+        head[sa[k]] = static_cast<uint32_t>(start);
+      }
+    }
+    w.tied.swap(w.next_tied);
   }
 }
 
@@ -344,7 +459,7 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   for (int c = 0; c < kChars; ++c) symbol_of[c] = w.in_use[c] ? used++ : 0;
 
   // Bucket starts: how many positions begin with each suffix string.
-  std::vector<uint32_t> bucket(types + 1, 0);
+  std::vector<uint32_t> bucket(types + 2, 0);
   for (uint32_t t = 0; t < types; ++t) {
     if (tokens_of_type[t] == 0) continue;
     const TokenType& tt = type_at(t);
@@ -368,32 +483,48 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
       fill[t].before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
     }
   }
-  w.symbols.resize(n);
+  // Short tokens write four positions each, those past the token into a spill bucket after
+  // the block (so the loop has no data-dependent branch); the one long token loops.
+  const uint32_t spill = static_cast<uint32_t>(types);
+  bucket[spill] = static_cast<uint32_t>(n);
+  for (uint32_t t = 0; t < kShortTypes; ++t)
+    for (size_t d = fill[t].positions; d < 4; ++d) fill[t].bucket[d] = spill;
+  w.symbols.resize(n + 3 * m + 4);
   uint8_t* last = w.symbols.data();
+  const uint32_t* type = w.token_type.data();
   for (size_t k = 0; k < m; ++k) {
     const size_t next = w.sa[k];
-    const Fill& f = fill[w.token_type[next == 0 ? m - 1 : next - 1]];
-    for (size_t d = 0; d < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
+    const uint32_t t = type[next == 0 ? m - 1 : next - 1];
+    const Fill& f = fill[t];
+    if (t >= kShortTypes) [[unlikely]] {
+      for (size_t d = 0; d < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
+      continue;
+    }
+    last[bucket[f.bucket[0]]++] = f.before[0];
+    last[bucket[f.bucket[1]]++] = f.before[1];
+    last[bucket[f.bucket[2]]++] = f.before[2];
+    last[bucket[f.bucket[3]]++] = f.before[3];
   }
+  w.symbols.resize(n);
 }
 
 // Move-to-front: index[i] = how many distinct symbols came since symbols[i] last did (its
 // place in the list). position[s] is symbol s's place, held in one 16-byte vector: a step
 // broadcasts position[s] to every lane (a byte shuffle), adds one to the places before it and
 // clears lane s, so the loop carries a few vector instructions and no memory round trip.
-using Lanes = uint8_t __attribute__((vector_size(kAlphabetSlots)));
+using Lanes = int8_t __attribute__((vector_size(kAlphabetSlots)));  // signed: one-instruction compare
 
 inline __attribute__((always_inline)) void mtf_indices_body(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
   Lanes position, clear[kAlphabetSlots];
   for (size_t s = 0; s < kAlphabetSlots; ++s) {
-    position[s] = static_cast<uint8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
-    for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = k == s ? 0 : 0xFF;
+    position[s] = static_cast<int8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
+    for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = static_cast<int8_t>(k == s ? 0 : -1);
   }
   for (size_t i = 0; i < n; ++i) {
     const uint8_t s = symbols[i];
-    const Lanes here = __builtin_shuffle(position, Lanes{} + s);
-    index[i] = here[0];
-    position -= reinterpret_cast<Lanes>(position < here);  // true lanes are 0xFF: adds one
+    const Lanes here = __builtin_shuffle(position, Lanes{} + static_cast<int8_t>(s));
+    index[i] = static_cast<uint8_t>(here[0]);
+    position -= position < here;  // true lanes are -1: adds one
     position &= clear[s];
   }
 }
@@ -413,6 +544,40 @@ void mtf_indices(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
   mtf_indices_body(symbols, n, used, index);
 }
 
+// A run of r > 0 zero indices in bijective base 2, least significant digit first: RUNA
+// for digit 1, RUNB for digit 2 (bzip2 writes r - 1 that way). Empty for r = 0.
+std::vector<uint8_t> run_code(size_t r) {
+  std::vector<uint8_t> code;
+  if (r == 0) return code;
+  for (--r;; r = (r - 2) / 2) {
+    code.push_back((r & 1) ? kRunB : kRunA);
+    if (r < 2) break;
+  }
+  return code;
+}
+
+// Codes of runs shorter than 64, packed into the low bytes of a word (at most 6 digits,
+// leaving a byte for the symbol that ends the run).
+struct RunCodes {
+  static constexpr size_t kRuns = 64;
+  uint64_t word[kRuns];
+  uint8_t length[kRuns];
+};
+
+const RunCodes& run_codes() {
+  static const RunCodes table = [] {
+    RunCodes t{};
+    for (size_t r = 0; r < RunCodes::kRuns; ++r) {
+      const std::vector<uint8_t> code = run_code(r);
+      t.length[r] = static_cast<uint8_t>(code.size());
+      t.word[r] = 0;
+      for (size_t k = 0; k < code.size(); ++k) t.word[r] |= uint64_t{code[k]} << (8 * k);
+    }
+    return t;
+  }();
+  return table;
+}
+
 // bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
 // of writing them.
 uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
@@ -426,43 +591,51 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
   mtf_indices(w.symbols.data(), n, used, w.indices.data());
 
   // Runs of index 0 are written in bijective base 2 (RUNA = 1, RUNB = 2 times the place
-  // value), other indices j as j + 1. Symbols are counted per group of 50 as they come:
-  // every cost and frequency below is a sum over those counts.
-  auto& counts = w.group_counts;
-  counts.assign((n + 1) / kGroupSize + 2, {});
-  auto* row = counts.data();
-  size_t in_group = 0, symbols = 0;
-  auto emit = [&](uint8_t v) {
-    ++(*row)[v];
-    ++symbols;
-    if (++in_group == kGroupSize) {
-      ++row;
-      in_group = 0;
-    }
-  };
-  auto run = [&](size_t zeros) {
-    if (zeros == 0) return;
-    --zeros;
-    while (true) {
-      emit((zeros & 1) ? kRunB : kRunA);
-      if (zeros < 2) break;
-      zeros = (zeros - 2) / 2;
-    }
-  };
+  // value), other indices j as j + 1. Written without branches: every index stores the code
+  // of the zeros before it and its own symbol (8 bytes), and only a non-zero one advances.
+  w.coded.resize(n + n / 2 + 16);
+  uint8_t* out = w.coded.data();
+  size_t symbols = 0, zeros = 0;
   const uint8_t* index = w.indices.data();
-  size_t zeros = 0;
+  const RunCodes& codes = run_codes();
+  auto long_run = [&](size_t r) {  // a run too long for the table: write it directly
+    for (const uint8_t code : run_code(r)) out[symbols++] = code;
+  };
   for (size_t i = 0; i < n; ++i) {
-    if (index[i] == 0) {
-      ++zeros;
-      continue;
+    const uint8_t j = index[i];
+    if (zeros >= RunCodes::kRuns && j != 0) [[unlikely]] {
+      long_run(zeros);
+      zeros = 0;
     }
-    run(zeros);
-    zeros = 0;
-    emit(static_cast<uint8_t>(index[i] + 1));
+    const size_t z = zeros < RunCodes::kRuns ? zeros : 0;  // a long run goes on: nothing is kept
+    const uint64_t word = codes.word[z] | (uint64_t{static_cast<uint8_t>(j + 1)} << (8 * codes.length[z]));
+    std::memcpy(out + symbols, &word, sizeof word);
+    const bool advance = j != 0;
+    symbols += advance ? codes.length[z] + 1u : 0u;
+    zeros = advance ? 0 : zeros + 1;
   }
-  run(zeros);
-  emit(static_cast<uint8_t>(end_of_block));
+  if (zeros >= RunCodes::kRuns) long_run(zeros);
+  else
+    for (size_t k = 0; k < codes.length[zeros]; ++k) out[symbols++] = static_cast<uint8_t>(codes.word[zeros] >> (8 * k));
+  out[symbols++] = static_cast<uint8_t>(end_of_block);
+
+  // Symbol counts per group of 50 (two interleaved rows, so repeats do not wait on each
+  // other): every cost and frequency below is a sum over them.
   const size_t groups = (symbols + kGroupSize - 1) / kGroupSize;
+  auto& counts = w.group_counts;
+  counts.assign(groups, {});
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t* x = out + g * kGroupSize;
+    const size_t size = std::min(kGroupSize, symbols - g * kGroupSize);
+    uint8_t a[kAlphabetSlots] = {}, b[kAlphabetSlots] = {};
+    size_t k = 0;
+    for (; k + 1 < size; k += 2) {
+      ++a[x[k]];
+      ++b[x[k + 1]];
+    }
+    if (k < size) ++a[x[k]];
+    for (size_t v = 0; v < kAlphabetSlots; ++v) counts[g][v] = static_cast<uint8_t>(a[v] + b[v]);
+  }
   uint32_t freq[kAlphabetSlots] = {};
   for (size_t g = 0; g < groups; ++g)
     for (size_t v = 0; v < kAlphabetSlots; ++v) freq[v] += counts[g][v];
