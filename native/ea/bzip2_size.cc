@@ -459,7 +459,7 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   for (int c = 0; c < kChars; ++c) symbol_of[c] = w.in_use[c] ? used++ : 0;
 
   // Bucket starts: how many positions begin with each suffix string.
-  std::vector<uint32_t> bucket(types + 2, 0);
+  std::vector<uint32_t> bucket(types + 1 + kShortTypes, 0);
   for (uint32_t t = 0; t < types; ++t) {
     if (tokens_of_type[t] == 0) continue;
     const TokenType& tt = type_at(t);
@@ -483,12 +483,16 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
       fill[t].before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
     }
   }
-  // Short tokens write four positions each, those past the token into a spill bucket after
-  // the block (so the loop has no data-dependent branch); the one long token loops.
-  const uint32_t spill = static_cast<uint32_t>(types);
-  bucket[spill] = static_cast<uint32_t>(n);
-  for (uint32_t t = 0; t < kShortTypes; ++t)
+  // Short tokens write four positions each, those past the token into a spill area after
+  // the block (so the loop has no data-dependent branch); the one long token loops. Each
+  // type spills into a counter of its own: a shared one would chain every token's update.
+  uint32_t spill_at = static_cast<uint32_t>(n);
+  for (uint32_t t = 0; t < kShortTypes; ++t) {
+    const uint32_t spill = static_cast<uint32_t>(types + 1 + t);
+    bucket[spill] = spill_at;
+    spill_at += tokens_of_type[t] * (4 - fill[t].positions);
     for (size_t d = fill[t].positions; d < 4; ++d) fill[t].bucket[d] = spill;
+  }
   w.symbols.resize(n + 3 * m + 4);
   uint8_t* last = w.symbols.data();
   const uint32_t* type = w.token_type.data();

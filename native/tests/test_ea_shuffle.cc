@@ -1,0 +1,74 @@
+// The permutation test's shuffle must make every permutation equally likely. Checked by
+// counting every permutation of 5 (and 4) elements over many shuffles (chi-square), and the
+// final position of one element of a large input.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <numeric>
+#include <vector>
+
+#include "ea/shuffle.h"
+#include "sts/special.h"
+#include "tests/check.h"
+
+namespace {
+
+qe::ea::Xoshiro seeded(uint64_t seed) {
+  qe::ea::Xoshiro g{};
+  for (auto& w : g.s) w = seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+  return g;
+}
+
+// P-value of Pearson's chi-square for counts that should all equal their mean.
+double uniformity_p(const std::vector<long>& counts) {
+  const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+  const double expected = total / static_cast<double>(counts.size());
+  double t = 0;
+  for (long c : counts) t += (static_cast<double>(c) - expected) * (static_cast<double>(c) - expected) / expected;
+  return qe::sts::igamc((static_cast<double>(counts.size()) - 1) / 2, t / 2);
+}
+
+void every_permutation_equally_likely(size_t n) {
+  std::vector<uint8_t> data(n);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<uint8_t>(i);
+  size_t permutations = 1;
+  for (size_t i = 2; i <= n; ++i) permutations *= i;
+  qe::ea::Xoshiro g = seeded(n);
+  std::map<uint32_t, long> seen;  // permutation as a base-5 number
+  for (size_t i = 0; i < permutations * 400; ++i) {
+    qe::ea::shuffle(data, g);
+    uint32_t key = 0;
+    for (uint8_t v : data) key = key * 5 + v;
+    ++seen[key];
+  }
+  CHECK_EQ(seen.size(), permutations);
+  std::vector<long> counts;
+  for (const auto& [perm, c] : seen) counts.push_back(c);
+  CHECK(uniformity_p(counts) > 1e-4);
+}
+
+}  // namespace
+
+QE_TEST(shuffle_makes_every_permutation_equally_likely) {
+  every_permutation_equally_likely(5);  // odd: the last step draws alone
+  every_permutation_equally_likely(4);
+}
+
+QE_TEST(shuffle_sends_an_element_anywhere_and_keeps_the_rest) {
+  std::vector<uint8_t> data(100000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i % 200);
+  data[0] = 255;  // the one element tracked
+  std::vector<uint8_t> sorted = data;
+  std::sort(sorted.begin(), sorted.end());
+  qe::ea::Xoshiro g = seeded(7);
+  std::vector<long> decile(10, 0);
+  for (int i = 0; i < 4000; ++i) {
+    qe::ea::shuffle(data, g);
+    const size_t at = static_cast<size_t>(std::find(data.begin(), data.end(), 255) - data.begin());
+    ++decile[at * 10 / data.size()];
+  }
+  CHECK(uniformity_p(decile) > 1e-4);
+  std::vector<uint8_t> now = data;
+  std::sort(now.begin(), now.end());
+  CHECK(now == sorted);
+}
