@@ -9,7 +9,10 @@
 // benchmarks/README.md for the commit and flags measured). Without it, the benchmark prints
 // our figures next to the reference times recorded in ../shared/vectors/sp800-90b/README.md.
 // Each run is a fresh process (ours: node bin/qentropy.js ea FILE --json), timed by wall
-// clock, best of --repeat; the assessed min-entropy of both tools is printed to show they agree.
+// clock; the assessed min-entropy of both tools is printed to show they agree. Non-IID times
+// are the best of --repeat. IID times are the mean: how many shuffles the permutation test's
+// counting rule needs is random in both tools (each run draws its own shuffles), so the
+// shuffles and compressions each run needed are printed too.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,31 +43,53 @@ const RECORDED = {
 };
 
 function run(cmd, args, env = {}) {
-  let best = Infinity;
-  let out = '';
+  const runs = [];
   for (let i = 0; i < repeat; i++) {
     const t0 = process.hrtime.bigint();
     const r = spawnSync(cmd, args, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
-    best = Math.min(best, seconds);
-    out = r.stdout;
+    runs.push({ seconds, out: r.stdout });
   }
-  return { seconds: best, out };
+  const best = Math.min(...runs.map((x) => x.seconds));
+  const mean = runs.reduce((a, x) => a + x.seconds, 0) / runs.length;
+  return { seconds: best, mean, runs, out: runs[runs.length - 1].out };
 }
 
+const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
+
 function ours(track, file, threads) {
-  const { seconds, out } = run(process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)]);
-  const j = JSON.parse(out);
-  const section = track === 'iid' ? j.iid : j.non_iid;
-  return { seconds, h: section.h_assessed, verdict: track === 'iid' ? (j.iid.passed ? 'IID' : 'not IID') : '' };
+  const r = run(process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)]);
+  const j = JSON.parse(r.out);
+  if (track !== 'iid') return { seconds: r.seconds, h: j.non_iid.h_assessed, verdict: '' };
+  // Shuffles run, and how many of them computed the compression statistic (its counts).
+  const perms = r.runs.map((x) => JSON.parse(x.out).iid.permutation);
+  const shuffles = mean(perms.map((p) => p.shuffles));
+  const compressions = mean(perms.map((p) => p.statistics.compression.counts.reduce((a, c) => a + c, 0)));
+  return { seconds: r.mean, h: j.iid.h_assessed, verdict: j.iid.passed ? 'IID' : 'not IID', shuffles, compressions };
 }
 
 function nist(track, file, threads) {
   const tool = path.join(nistDir, track === 'iid' ? 'ea_iid' : 'ea_non_iid');
-  const { seconds, out } = run(tool, ['-v', '-v', '-v', file], { OMP_NUM_THREADS: String(threads) });
-  const m = /Assessed min entropy: (\S+)/.exec(out);
-  return { seconds, h: m ? Number(m[1]) : NaN, verdict: track === 'iid' ? (/IID permutation tests: Passed/.test(out) ? 'IID' : 'not IID') : '' };
+  const r = run(tool, ['-v', '-v', '-v', file], { OMP_NUM_THREADS: String(threads) });
+  const m = /Assessed min entropy: (\S+)/.exec(r.out);
+  if (track !== 'iid') return { seconds: r.seconds, h: m ? Number(m[1]) : NaN, verdict: '' };
+  // ea_iid reports progress as a percentage of its 10,000 rounds, and the compression
+  // statistic's three counts in its results table.
+  const shuffles = mean(r.runs.map((x) => Math.round(Number([...x.out.matchAll(/([\d.]+)% of Permutation test rounds/g)].pop()?.[1] ?? NaN) * 100)));
+  const compressions = mean(
+    r.runs.map((x) => {
+      const c = /^\s*compression\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(x.out);
+      return c ? Number(c[1]) + Number(c[2]) + Number(c[3]) : NaN;
+    }),
+  );
+  return {
+    seconds: r.mean,
+    h: m ? Number(m[1]) : NaN,
+    verdict: /IID permutation tests: Passed|Passed IID permutation tests/.test(r.out) ? 'IID' : 'not IID',
+    shuffles,
+    compressions,
+  };
 }
 
 const files = [
@@ -89,7 +114,7 @@ for (const track of tracks) {
       const key = `${track} ${label}`;
       let nistCell = RECORDED[key] ? `(${RECORDED[key]})` : '-';
       let speed = '';
-      let agree = `${o.h.toFixed(6)} ${o.verdict}`;
+      let agree = `${o.h.toFixed(6)} ${o.verdict}${track === 'iid' ? `; shuffles ${o.shuffles.toFixed(0)}, compressions ${o.compressions.toFixed(0)}` : ''}`;
       // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
       // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
       const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
@@ -98,6 +123,7 @@ for (const track of tracks) {
         nistCell = `${n.seconds.toFixed(2)} s`;
         speed = `${(n.seconds / o.seconds).toFixed(1)}x`;
         agree = `${o.h.toFixed(6)} / ${n.h.toFixed(6)} ${o.verdict}${o.verdict ? ` / ${n.verdict}` : ''}`;
+        if (track === 'iid') agree += `; shuffles ${o.shuffles.toFixed(0)} / ${n.shuffles.toFixed(0)}, compressions ${o.compressions.toFixed(0)} / ${n.compressions.toFixed(0)}`;
       }
       console.log(`${pad(key, 22)}${lpad(threads, 8)}${lpad(`${o.seconds.toFixed(2)} s`, 11)}${lpad(nistCell, 12)}${lpad(speed, 10)}   ${agree}`);
     }
