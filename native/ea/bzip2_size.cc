@@ -167,7 +167,7 @@ struct Bzip2Size::Workspace {
   std::string text;
   std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
-  std::vector<uint8_t> symbols, indices, coded;  // last column as symbol numbers; move-to-front indices; coded symbols
+  std::vector<uint8_t> symbols, coded;  // last column as symbol numbers; its coded symbols
   std::vector<uint32_t> token_type, rank, sa, next_sa, head, next_head, cursor, bucket;
   std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
   std::vector<uint32_t> radix_count;
@@ -512,42 +512,6 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   w.symbols.resize(n);
 }
 
-// Move-to-front: index[i] = how many distinct symbols came since symbols[i] last did (its
-// place in the list). position[s] is symbol s's place, held in one 16-byte vector: a step
-// broadcasts position[s] to every lane (a byte shuffle), adds one to the places before it and
-// clears lane s, so the loop carries a few vector instructions and no memory round trip.
-using Lanes = int8_t __attribute__((vector_size(kAlphabetSlots)));  // signed: one-instruction compare
-
-inline __attribute__((always_inline)) void mtf_indices_body(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
-  Lanes position, clear[kAlphabetSlots];
-  for (size_t s = 0; s < kAlphabetSlots; ++s) {
-    position[s] = static_cast<int8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
-    for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = static_cast<int8_t>(k == s ? 0 : -1);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t s = symbols[i];
-    const Lanes here = __builtin_shuffle(position, Lanes{} + static_cast<int8_t>(s));
-    index[i] = static_cast<uint8_t>(here[0]);
-    position -= position < here;  // true lanes are -1: adds one
-    position &= clear[s];
-  }
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-// pshufb (SSSE3) is the one-instruction broadcast; plain SSE2 builds would spill the vector.
-__attribute__((target("ssse3"))) void mtf_indices_ssse3(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
-  mtf_indices_body(symbols, n, used, index);
-}
-#endif
-
-void mtf_indices(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool ssse3 = qe::cpu::has_ssse3();
-  if (ssse3) return mtf_indices_ssse3(symbols, n, used, index);
-#endif
-  mtf_indices_body(symbols, n, used, index);
-}
-
 // A run of r > 0 zero indices in bijective base 2, least significant digit first: RUNA
 // for digit 1, RUNB for digit 2 (bzip2 writes r - 1 that way). Empty for r = 0.
 std::vector<uint8_t> run_code(size_t r) {
@@ -582,46 +546,97 @@ const RunCodes& run_codes() {
   return table;
 }
 
+// The move-to-front indices as bzip2 writes them: runs of index 0 in bijective base 2
+// (RUNA = 1, RUNB = 2 times the place value), other indices j as j + 1. Without branches:
+// every index stores the code of the zeros before it and its own symbol (8 bytes), and only
+// a non-zero one advances the output.
+class RunCoder {
+ public:
+  explicit RunCoder(uint8_t* out) : out_(out), codes_(run_codes()) {}
+
+  void add(uint8_t j) {
+    if (zeros_ >= RunCodes::kRuns && j != 0) [[unlikely]] {
+      long_run();
+    }
+    const size_t z = zeros_ < RunCodes::kRuns ? zeros_ : 0;  // a long run goes on: nothing is kept
+    const uint64_t word = codes_.word[z] | (uint64_t{static_cast<uint8_t>(j + 1)} << (8 * codes_.length[z]));
+    std::memcpy(out_ + symbols_, &word, sizeof word);
+    const bool advance = j != 0;
+    symbols_ += advance ? codes_.length[z] + 1u : 0u;
+    zeros_ = advance ? 0 : zeros_ + 1;
+  }
+
+  // Writes the last run and the end-of-block symbol; returns the symbols written.
+  size_t finish(uint8_t end_of_block) {
+    if (zeros_ >= RunCodes::kRuns) long_run();
+    for (size_t k = 0; k < codes_.length[zeros_]; ++k) out_[symbols_++] = static_cast<uint8_t>(codes_.word[zeros_] >> (8 * k));
+    out_[symbols_++] = end_of_block;
+    return symbols_;
+  }
+
+ private:
+  void long_run() {  // a run too long for the table: written directly
+    for (const uint8_t code : run_code(zeros_)) out_[symbols_++] = code;
+    zeros_ = 0;
+  }
+
+  uint8_t* out_;
+  const RunCodes& codes_;
+  size_t symbols_ = 0, zeros_ = 0;
+};
+
+// Move-to-front: the index of symbols[i] is how many distinct symbols came since it last did
+// (its place in the list). position[s] is symbol s's place, held in one 16-byte vector: a
+// step broadcasts position[s] to every lane (a byte shuffle), adds one to the places before
+// it and clears lane s, so the loop carries a few vector instructions and no memory round
+// trip; the run coding rides along in the same loop.
+using Lanes = int8_t __attribute__((vector_size(kAlphabetSlots)));  // signed: one-instruction compare
+
+inline __attribute__((always_inline)) size_t mtf_code_body(const uint8_t* symbols, size_t n, int used, uint8_t* out) {
+  Lanes position, clear[kAlphabetSlots];
+  for (size_t s = 0; s < kAlphabetSlots; ++s) {
+    position[s] = static_cast<int8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
+    for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = static_cast<int8_t>(k == s ? 0 : -1);
+  }
+  RunCoder coder(out);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t s = symbols[i];
+    const Lanes here = __builtin_shuffle(position, Lanes{} + static_cast<int8_t>(s));
+    coder.add(static_cast<uint8_t>(here[0]));
+    position -= position < here;  // true lanes are -1: adds one
+    position &= clear[s];
+  }
+  return coder.finish(static_cast<uint8_t>(used + 1));
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// pshufb (SSSE3) is the one-instruction broadcast; plain SSE2 builds would spill the vector.
+__attribute__((target("ssse3"))) size_t mtf_code_ssse3(const uint8_t* symbols, size_t n, int used, uint8_t* out) {
+  return mtf_code_body(symbols, n, used, out);
+}
+#endif
+
+// Writes the coded symbols of a block's last column to out (room for n + n/2 + 16) and
+// returns how many; the end-of-block symbol is used + 1.
+size_t mtf_code(const uint8_t* symbols, size_t n, int used, uint8_t* out) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ssse3 = qe::cpu::has_ssse3();
+  if (ssse3) return mtf_code_ssse3(symbols, n, used, out);
+#endif
+  return mtf_code_body(symbols, n, used, out);
+}
+
 // bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
 // of writing them.
 uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
   const bool* in_use = w.in_use;
   const int used = static_cast<int>(std::count(in_use, in_use + kChars, true));
   const int ranges = (in_use[0] ? 1 : 0) + (std::any_of(in_use + 1, in_use + kChars, [](bool b) { return b; }) ? 1 : 0);
-  const int alpha = used + 2, end_of_block = used + 1;
+  const int alpha = used + 2;  // RUNA, RUNB, indices 1..used-1 as 2..used, end of block
 
-  // Move-to-front indices first (no branches), then the run coding over them.
-  w.indices.resize(n);
-  mtf_indices(w.symbols.data(), n, used, w.indices.data());
-
-  // Runs of index 0 are written in bijective base 2 (RUNA = 1, RUNB = 2 times the place
-  // value), other indices j as j + 1. Written without branches: every index stores the code
-  // of the zeros before it and its own symbol (8 bytes), and only a non-zero one advances.
   w.coded.resize(n + n / 2 + 16);
   uint8_t* out = w.coded.data();
-  size_t symbols = 0, zeros = 0;
-  const uint8_t* index = w.indices.data();
-  const RunCodes& codes = run_codes();
-  auto long_run = [&](size_t r) {  // a run too long for the table: write it directly
-    for (const uint8_t code : run_code(r)) out[symbols++] = code;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t j = index[i];
-    if (zeros >= RunCodes::kRuns && j != 0) [[unlikely]] {
-      long_run(zeros);
-      zeros = 0;
-    }
-    const size_t z = zeros < RunCodes::kRuns ? zeros : 0;  // a long run goes on: nothing is kept
-    const uint64_t word = codes.word[z] | (uint64_t{static_cast<uint8_t>(j + 1)} << (8 * codes.length[z]));
-    std::memcpy(out + symbols, &word, sizeof word);
-    const bool advance = j != 0;
-    symbols += advance ? codes.length[z] + 1u : 0u;
-    zeros = advance ? 0 : zeros + 1;
-  }
-  if (zeros >= RunCodes::kRuns) long_run(zeros);
-  else
-    for (size_t k = 0; k < codes.length[zeros]; ++k) out[symbols++] = static_cast<uint8_t>(codes.word[zeros] >> (8 * k));
-  out[symbols++] = static_cast<uint8_t>(end_of_block);
+  const size_t symbols = mtf_code(w.symbols.data(), n, used, out);
 
   // Symbol counts per group of 50 (two interleaved rows, so repeats do not wait on each
   // other): every cost and frequency below is a sum over them.
@@ -664,16 +679,22 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
     }
   }
   w.selector.resize(groups);
-  // Symbols at or past alpha never occur, so every sum runs over all 16 slots: fixed-length
-  // loops the compiler turns into vector code. A group's cost fits 16 bits (50 x 17).
+  // A group's cost under every table at once: lane t of cost_of[v] is table t's code length
+  // for symbol v, so the costs are 16 multiply-adds of 8-lane vectors. Symbols at or past
+  // alpha never occur (count 0); lanes past the last table cost more than any real table (a
+  // group's cost is at most 50 x 17, and 50 x 1000 still fits 16 bits).
+  using Costs = uint16_t __attribute__((vector_size(16)));
+  constexpr uint16_t kNoTable = 1000;
   for (int round = 0; round < kRefinements; ++round) {
+    Costs cost_of[kAlphabetSlots];
+    for (size_t v = 0; v < kAlphabetSlots; ++v)
+      for (int t = 0; t < 8; ++t) cost_of[v][t] = t < tables ? length[t][v] : kNoTable;
     uint32_t table_freq[kMaxTables][kAlphabetSlots] = {};
     for (size_t g = 0; g < groups; ++g) {
       const auto& c = counts[g];
-      uint16_t cost[kMaxTables] = {};
-      for (int t = 0; t < kMaxTables; ++t)
-        for (size_t v = 0; v < kAlphabetSlots; ++v) cost[t] = static_cast<uint16_t>(cost[t] + c[v] * length[t][v]);
-      int best = 0;
+      Costs cost{};
+      for (size_t v = 0; v < kAlphabetSlots; ++v) cost += static_cast<uint16_t>(c[v]) * cost_of[v];
+      int best = 0;  // the first cheapest, as bzip2 picks
       for (int t = 1; t < tables; ++t)
         if (cost[t] < cost[best]) best = t;
       w.selector[g] = static_cast<uint8_t>(best);
