@@ -29,7 +29,7 @@ constexpr uint64_t kStreamHeaderBits = 32, kBlockHeaderBits = 48 + 32 + 1 + 24 +
 // "seq" numbers only after the unused characters are squeezed out (see block_bits).
 constexpr int kChars = 11;
 int char_index(char c) { return c == ' ' ? 0 : c - '0' + 1; }
-constexpr size_t kAlphabetSlots = 16;  // ≥ 11 in use + RUNA/RUNB... (bzip2's alphaSize = used + 2)
+constexpr size_t kAlphabetSlots = 16;  // ≥ bzip2's alphaSize: the characters in use + 2 (≤ 13)
 
 // A token is a digit string followed by one space. Tokens of up to three digits (all a
 // sample can produce) are numbered directly: 0 for "", 1-10 for one digit, 11-110 for two,
@@ -47,7 +47,6 @@ struct TokenType {
   uint8_t length = 0;  // digits
   char digits[kMaxDigits] = {};
   uint64_t key = 0;  // left-aligned codes, ' ' = 1, '0'..'9' = 2..11: orders as the strings do
-  uint32_t rank = 0;
   std::array<uint32_t, kMaxDigits + 1> suffix_type{};  // type of the token without its first d digits
 };
 
