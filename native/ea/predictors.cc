@@ -256,6 +256,9 @@ class ContextTable {
     contexts_.reserve(expected);
   }
 
+  // Word by word: std::array's == can become a call to memcmp.
+  static bool same(const Key& a, const Key& b) { return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0; }
+
   static uint64_t hash(const Key& key) {
     const uint64_t h = key[0] * 0x9E3779B97F4A7C15ull ^ (key[1] + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
     return h ^ (h >> 29);
@@ -275,7 +278,7 @@ class ContextTable {
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& slot = slots_[i];
       if (slot.id < 0) return -1;
-      if (slot.tag == tag && contexts_[static_cast<size_t>(slot.id)].key == key) return slot.id;
+      if (slot.tag == tag && same(contexts_[static_cast<size_t>(slot.id)].key, key)) return slot.id;
     }
   }
 
@@ -285,7 +288,7 @@ class ContextTable {
     const auto tag = static_cast<uint32_t>(h >> 32);
     size_t i = h & mask_;
     for (; slots_[i].id >= 0; i = (i + 1) & mask_)
-      if (slots_[i].tag == tag && contexts_[static_cast<size_t>(slots_[i].id)].key == key) return slots_[i].id;
+      if (slots_[i].tag == tag && same(contexts_[static_cast<size_t>(slots_[i].id)].key, key)) return slots_[i].id;
     const auto id = static_cast<int32_t>(contexts_.size());
     slots_[i] = {id, static_cast<uint32_t>(h >> 32)};
     contexts_.push_back({key, 0, 0});
@@ -562,12 +565,20 @@ namespace {
 struct ContextKeys {
   std::array<ContextTable::Key, 16> key;
   std::array<uint64_t, 16> hash;
+  // The two key words are built in registers: OR-ing a byte into a word in memory and
+  // reading the 16-byte key back stalls on store forwarding every step.
   void at(const uint8_t* s, long i, int depth) {
-    ContextTable::Key k{0, 0};
-    for (int d = 0; d < depth; ++d) {
-      k[static_cast<size_t>(d >> 3)] |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * (d & 7));
-      key[static_cast<size_t>(d)] = k;
-      hash[static_cast<size_t>(d)] = ContextTable::hash(k);
+    uint64_t lo = 0, hi = 0;
+    const int low = std::min(depth, 8);
+    for (int d = 0; d < low; ++d) {
+      lo |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * d);
+      key[static_cast<size_t>(d)] = {lo, 0};
+      hash[static_cast<size_t>(d)] = ContextTable::hash({lo, 0});
+    }
+    for (int d = 8; d < depth; ++d) {
+      hi |= static_cast<uint64_t>(s[i - 1 - d]) << (8 * (d - 8));
+      key[static_cast<size_t>(d)] = {lo, hi};
+      hash[static_cast<size_t>(d)] = ContextTable::hash({lo, hi});
     }
   }
 };
