@@ -405,9 +405,9 @@ struct MmcOrder {
 };
 
 // Phase 1 of binary MultiMMC for G orders over steps [from, to) of a chunk starting at
-// `chunk`. The G models are independent, and running them in one loop overlaps their
+// `chunk`. `Capped`: the last of the G orders can reach the cap on pairs. The G models are independent, and running them in one loop overlaps their
 // chains (a model's next step often reads the count its last step wrote).
-template <int G>
+template <int G, bool Capped>
 void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
   uint32_t c = 0;  // the bits before step i, s[i-1] lowest
   for (long j = std::max<long>(0, from - kMmcDepth); j < from; ++j) c = (c << 1) | (s[j] & 1u);
@@ -419,7 +419,13 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
       MmcOrder& m = o[g];
       auto& e = m.table[c & m.mask];
       const unsigned guess = e[0] > e[1] ? 0 : 1;
-      if (e[guess] != 0) {
+      if (!Capped || g + 1 < G) {
+        // Without the cap every (context, follower) pair counts: no branches.
+        const uint64_t seen = (e[0] | e[1]) != 0 ? 1 : 0;
+        pbits[g] |= seen << (k & 63);
+        rbits[g] |= (seen & (guess == y ? 1 : 0)) << (k & 63);
+        ++e[y];
+      } else if (e[guess] != 0) {
         pbits[g] |= uint64_t{1} << (k & 63);
         rbits[g] |= static_cast<uint64_t>(guess == y) << (k & 63);
         if (e[y] != 0) ++e[y];
@@ -450,6 +456,10 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
 double binary_multi_mmc(const uint8_t* s, long n) {
   if (n < kMmcDepth + 2) return kNotApplicable;
   constexpr long kChunk = 1 << 20;  // steps per chunk (a multiple of 64)
+  // Order d+1 has at most 2^(d+2) (context, follower) pairs: only the longest orders can
+  // reach the cap (order 16 alone, with a cap of 100,000).
+  auto capped = [](int d) { return (long{4} << d) > kMmcMaxEntries; };
+  static_assert((long{4} << (kMmcDepth - 2)) <= kMmcMaxEntries, "only the last order of a group of four may cap");
   std::array<std::vector<std::array<uint32_t, 2>>, kMmcDepth> table;
   std::array<long, kMmcDepth> entries{};
   for (int d = 0; d < kMmcDepth; ++d) {
@@ -483,9 +493,11 @@ double binary_multi_mmc(const uint8_t* s, long n) {
       const long from = std::max<long>(chunk, d0 + 3 + 2);
       for (int g = 0; g < 3; ++g) {
         const long first = std::max<long>(chunk, d0 + g + 2);
-        if (first < std::min(end, from)) mmc_steps<1>(s, chunk, first, std::min(end, from), &order[static_cast<size_t>(d0 + g)]);
+        if (first < std::min(end, from)) mmc_steps<1, false>(s, chunk, first, std::min(end, from), &order[static_cast<size_t>(d0 + g)]);
       }
-      if (from < end) mmc_steps<4>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
+      if (from >= end) continue;
+      if (capped(d0 + 3)) mmc_steps<4, true>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
+      else mmc_steps<4, false>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
     }
     for (int d = 0; d < kMmcDepth; ++d) entries[static_cast<size_t>(d)] = order[static_cast<size_t>(d)].made;
     // Phase 2: the scoreboard over this chunk.
