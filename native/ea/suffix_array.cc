@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -201,37 +202,68 @@ TupleCounts counts_by_suffix_array(const uint8_t* s, size_t n) {
   return finish(v, max_at_depth, pair_steps);
 }
 
-// Sorts 64-bit keys by their top 32 bits with one radix pass over the whole array (top
-// 8 bits, 256 streams: a scatter the cache can follow) and, within each of those buckets
-// (small enough for L2), two 12-bit LSD passes; then each run sharing those 32 bits is
-// finished by insertion sort. Windows of real data rarely share 32 bits (runs of one or
-// two), so this beats a full 64-bit LSD sort's four passes over memory; long runs
-// (repetitive data) use std::sort.
-void radix_sort(std::vector<uint64_t>& keys) {
-  const size_t n = keys.size();
-  std::vector<uint64_t> tmp(n);
+// The windows of `per_key` symbols of s (positions 0 .. full-1), each packed into a 64-bit
+// key (first symbol in the top bits), produced on demand: they are cheap to recompute, and
+// computing them twice spares a 64-bit array as large as the keys themselves.
+class Windows {
+ public:
+  Windows(const uint8_t* s, size_t full, int width)
+      : s_(s), full_(full), width_(width), per_key_(static_cast<size_t>(64 / width)),
+        pad_(64 - static_cast<int>(per_key_) * width) {}
+  template <typename F>
+  void each(F f) const {  // f(key of window i), i ascending
+    const uint64_t symbol_mask = (uint64_t{1} << width_) - 1;
+    const uint64_t key_mask = pad_ == 0 ? ~uint64_t{0} : (uint64_t{1} << (64 - pad_)) - 1;
+    uint64_t key = 0;
+    for (size_t i = 0; i < per_key_; ++i) key = (key << width_) | (s_[i] & symbol_mask);
+    for (size_t i = 0;; ++i) {
+      f(key << pad_);
+      if (i + 1 == full_) break;
+      key = ((key << width_) | (s_[i + per_key_] & symbol_mask)) & key_mask;
+    }
+  }
+
+ private:
+  const uint8_t* s_;
+  size_t full_;
+  int width_;
+  size_t per_key_;
+  int pad_;
+};
+
+// The window keys, sorted. One radix pass by the top 8 bits scatters the keys as they are
+// made (256 streams: a scatter the cache can follow); within each of those buckets (small
+// enough for L2) two 12-bit LSD passes through a scratch buffer sort by the next 24 bits;
+// then each run sharing those 32 bits is finished by insertion sort. Windows of real data
+// rarely share 32 bits (runs of one or two), so this beats a full 64-bit LSD sort's four
+// passes over memory; long runs (repetitive data) use std::sort. The keys are left
+// uninitialised until scattered: the array is large, and zeroing it first would be one more
+// pass over memory.
+std::unique_ptr<uint64_t[]> sorted_windows(const Windows& windows, size_t n) {
   std::array<size_t, 257> start{};
-  for (uint64_t k : keys) ++start[(k >> 56) + 1];
+  windows.each([&start](uint64_t k) { ++start[(k >> 56) + 1]; });
   for (size_t b = 0; b < 256; ++b) start[b + 1] += start[b];
+  std::unique_ptr<uint64_t[]> keys(new uint64_t[n]);
   {
     std::array<size_t, 256> next;
     std::copy(start.begin(), start.end() - 1, next.begin());
-    for (uint64_t k : keys) tmp[next[k >> 56]++] = k;
+    uint64_t* out = keys.get();
+    windows.each([&next, out](uint64_t k) { out[next[k >> 56]++] = k; });
   }
+  size_t largest = 0;
+  for (size_t b = 0; b < 256; ++b) largest = std::max(largest, start[b + 1] - start[b]);
+  std::vector<uint64_t> scratch(largest);
   std::vector<size_t> low(4096), high(4096);
   for (size_t b = 0; b < 256; ++b) {
-    uint64_t* src = tmp.data() + start[b];
-    uint64_t* dst = keys.data() + start[b];
+    uint64_t* data = keys.get() + start[b];
+    uint64_t* tmp = scratch.data();
     const size_t m = start[b + 1] - start[b];
-    if (m < 2) {
-      if (m == 1) dst[0] = src[0];
-      continue;
-    }
+    if (m < 2) continue;
     std::fill(low.begin(), low.end(), 0);
     std::fill(high.begin(), high.end(), 0);
     for (size_t i = 0; i < m; ++i) {
-      ++low[(src[i] >> 32) & 0xFFF];
-      ++high[(src[i] >> 44) & 0xFFF];
+      ++low[(data[i] >> 32) & 0xFFF];
+      ++high[(data[i] >> 44) & 0xFFF];
     }
     size_t sl = 0, sh = 0;
     for (size_t d = 0; d < 4096; ++d) {
@@ -241,21 +273,22 @@ void radix_sort(std::vector<uint64_t>& keys) {
       sl += l;
       sh += h;
     }
-    for (size_t i = 0; i < m; ++i) dst[low[(src[i] >> 32) & 0xFFF]++] = src[i];
-    for (size_t i = 0; i < m; ++i) src[high[(dst[i] >> 44) & 0xFFF]++] = dst[i];
-    std::copy(src, src + m, dst);
-  }
-  for (size_t a = 0; a < keys.size();) {
-    size_t b = a + 1;
-    while (b < keys.size() && (keys[b] >> 32) == (keys[a] >> 32)) ++b;
-    if (b - a > 16) {
-      std::sort(keys.begin() + static_cast<std::ptrdiff_t>(a), keys.begin() + static_cast<std::ptrdiff_t>(b));
-    } else {
-      for (size_t i = a + 1; i < b; ++i)
-        for (size_t j = i; j > a && keys[j - 1] > keys[j]; --j) std::swap(keys[j - 1], keys[j]);
+    for (size_t i = 0; i < m; ++i) tmp[low[(data[i] >> 32) & 0xFFF]++] = data[i];
+    for (size_t i = 0; i < m; ++i) data[high[(tmp[i] >> 44) & 0xFFF]++] = tmp[i];
+    // Runs sharing the top 32 bits lie within the bucket: finish them while it is in cache.
+    for (size_t a = 0; a < m;) {
+      size_t e = a + 1;
+      while (e < m && (data[e] >> 32) == (data[a] >> 32)) ++e;
+      if (e - a > 16) {
+        std::sort(data + a, data + e);
+      } else {
+        for (size_t i = a + 1; i < e; ++i)
+          for (size_t j = i; j > a && data[j - 1] > data[j]; --j) std::swap(data[j - 1], data[j]);
+      }
+      a = e;
     }
-    a = b;
   }
+  return keys;
 }
 
 // The common case, without a suffix array: when no two positions share `per_key` symbols
@@ -267,18 +300,10 @@ bool counts_by_windows(const uint8_t* s, size_t n, int width, TupleCounts& out) 
   const size_t per_key = static_cast<size_t>(64 / width);
   if (n < 2 * per_key) return false;
   const size_t full = n - per_key + 1;
-  std::vector<uint64_t> keys(full);
-  uint64_t key = 0;
   const uint64_t symbol_mask = (uint64_t{1} << width) - 1;
-  for (size_t i = 0; i < per_key; ++i) key = (key << width) | (s[i] & symbol_mask);
-  const int pad = 64 - static_cast<int>(per_key) * width;  // unused low bits
-  for (size_t i = 0;; ++i) {
-    keys[i] = key << pad;
-    if (i + 1 == full) break;
-    key = ((key << width) | (s[i + per_key] & symbol_mask)) & (pad == 0 ? ~uint64_t{0} : (uint64_t{1} << (64 - pad)) - 1);
-  }
-  radix_sort(keys);
-  auto common = [&keys, width](size_t i) {
+  const std::unique_ptr<uint64_t[]> sorted = sorted_windows(Windows(s, full, width), full);
+  const uint64_t* const keys = sorted.get();
+  auto common = [keys, width](size_t i) {
     const uint64_t x = keys[i - 1] ^ keys[i];
     return x == 0 ? 64 / static_cast<size_t>(width) : static_cast<size_t>(__builtin_clzll(x)) / static_cast<size_t>(width);
   };
@@ -309,8 +334,8 @@ bool counts_by_windows(const uint8_t* s, size_t n, int width, TupleCounts& out) 
       while (b < prefixes.size() && prefixes[b] == prefixes[a]) ++b;
       const uint64_t lo = prefixes[a] << shift;
       const uint64_t hi_exclusive_minus1 = lo | ((uint64_t{1} << shift) - 1);
-      const auto first = std::lower_bound(keys.begin(), keys.end(), lo);
-      const auto last = std::upper_bound(first, keys.end(), hi_exclusive_minus1);
+      const auto first = std::lower_bound(keys, keys + full, lo);
+      const auto last = std::upper_bound(first, keys + full, hi_exclusive_minus1);
       const auto base = static_cast<uint64_t>(last - first);
       const uint64_t total = base + (b - a);
       extra_pairs[L] += total * (total - 1) / 2 - base * (base - 1) / 2;  // base == 0 gives 0 * (wrapped) = 0
