@@ -16,6 +16,15 @@
 
 namespace qe::ea {
 
+// The blocked scoreboards below count matches with one popcount per 64 steps: compiled
+// for POPCNT and for plain x86-64 (without it __builtin_popcountll is a libgcc call).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QE_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define QE_POPCNT_CLONES
+#endif
+
+
 namespace {
 
 // Scoring of the "winner" predictor and of the run of correct predictions it makes.
@@ -130,7 +139,7 @@ constexpr long kLags = 128;
 // only lags within B of the leader can take the lead: those are replayed step by step with
 // the exact rule; every other lag just gains the number of its matches in the block, one
 // popcount of the block against its shifted copy.
-double binary_lag(const uint8_t* s, long n) {
+QE_POPCNT_CLONES double binary_lag(const uint8_t* s, long n) {
   std::vector<uint64_t> packed(static_cast<size_t>(n / 64 + 2), 0);  // MSB first
   for (long i = 0; i < n; ++i) packed[static_cast<size_t>(i >> 6)] |= static_cast<uint64_t>(s[i] & 1) << (63 - (i & 63));
   auto bits_at = [&packed](long start) {  // s[start .. start+63], s[start] in the top bit
@@ -453,7 +462,7 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
 // whether it predicted and whether it was right. Phase 2 replays the scoreboard: as in the
 // lag predictor, in a block of 64 steps only models within 64 points of the leader can take
 // the lead; they replay step by step, the others add a popcount.
-double binary_multi_mmc(const uint8_t* s, long n) {
+QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
   if (n < kMmcDepth + 2) return kNotApplicable;
   constexpr long kChunk = 1 << 20;  // steps per chunk (a multiple of 64)
   // Order d+1 has at most 2^(d+2) (context, follower) pairs: only the longest orders can
