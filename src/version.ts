@@ -1,11 +1,7 @@
-import { createRequire } from 'node:module';
-import path from 'node:path';
-
 import { addonInfo, packageRoot } from './native/addon.js';
+import { packageVersion } from './package-version.js';
 import { mlKem768 } from './pqlink/index.js';
 import { pqRuntime } from './pqtls/index.js';
-
-const require = createRequire(import.meta.url);
 
 export interface VersionInfo {
   package: string;
@@ -28,11 +24,10 @@ export interface VersionInfo {
 
 /** What `qentropy version` prints: package, addon binary and the CPU features in use. */
 export function versionInfo(): VersionInfo {
-  const pkg = require(path.join(packageRoot, 'package.json')) as { version: string };
   const addon = addonInfo();
   const pq = pqRuntime();
   return {
-    package: pkg.version,
+    package: packageVersion(),
     packageRoot,
     addon: { version: addon.version, file: addon.file, kind: addon.kind },
     node: process.versions.node,

@@ -2,7 +2,7 @@
 // (docs/cli.md). Each command lives in ./commands and is also a library function.
 import { Command, CommanderError } from 'commander';
 
-import { versionInfo } from '../version.js';
+import { packageVersion } from '../package-version.js';
 import { CliError } from './errors.js';
 
 type Register = (program: Command) => void;
@@ -31,7 +31,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
 export async function buildProgram(command?: string): Promise<Command> {
   const program = new Command('qentropy')
     .description('qentropy: entropy service, NIST STS quality service, ETSI 014 KME and kernel/HSM feeder')
-    .version(versionInfo().package, '-V, --version-number', 'print the package version')
+    .version(packageVersion(), '-V, --version-number', 'print the package version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   const names = command !== undefined && Object.hasOwn(COMMANDS, command) ? [command] : Object.keys(COMMANDS);
