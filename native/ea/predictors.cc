@@ -35,6 +35,13 @@ struct Tally {
     longest = std::max(longest, ++run);
   }
   void miss() { run = 0; }
+  // hit() or miss() without branches (binary MultiMMC's scoreboard, whose guesses on random
+  // data are right or wrong at random, mispredicted them every other step).
+  void add(bool right) {
+    correct += right;
+    run = right ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
 };
 
 }  // namespace
@@ -521,17 +528,21 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
         if (score[du] >= high - block) near[count++] = d;
         else score[du] += __builtin_popcountll(right[du][static_cast<size_t>(w)]);
       }
+      // The near models' words, and the leader's score kept in a register.
+      std::array<uint64_t, kMmcDepth> near_right;
+      for (size_t c = 0; c < count; ++c) near_right[c] = right[static_cast<size_t>(near[c])][static_cast<size_t>(w)];
+      long lead = score[static_cast<size_t>(winner)];
       for (long t = 0; t < block; ++t) {
-        const int current = winner;
-        const auto cu = static_cast<size_t>(current);
-        if ((predicted[cu][static_cast<size_t>(w)] >> t) & 1) {
-          if ((right[cu][static_cast<size_t>(w)] >> t) & 1) tally.hit();
-          else tally.miss();
-        }
+        const auto cu = static_cast<size_t>(winner);
+        if ((predicted[cu][static_cast<size_t>(w)] >> t) & 1) tally.add((right[cu][static_cast<size_t>(w)] >> t) & 1);
         for (size_t c = 0; c < count; ++c) {
           const auto du = static_cast<size_t>(near[c]);
-          if (((right[du][static_cast<size_t>(w)] >> t) & 1) && ++score[du] >= score[static_cast<size_t>(winner)])
-            winner = near[c];
+          const long bit = static_cast<long>((near_right[c] >> t) & 1);
+          const long sc = score[du] + bit;
+          score[du] = sc;
+          const bool take = bit != 0 && sc >= lead;
+          winner = take ? near[c] : winner;
+          lead = take ? sc : lead;
         }
       }
     }
