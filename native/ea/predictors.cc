@@ -563,9 +563,8 @@ double binary_lz78y(const uint8_t* s, long n) {
   uint32_t window = 0;  // the last 16 bits, s[i-1] lowest
   for (long i = 0; i < kLzContext; ++i) window = (window << 1) | (s[i] & 1u);
   Tally tally;
-  for (long i = kLzContext + 1; i < n; ++i) {
-    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
-    const unsigned y = s[i] & 1u;
+  long i = kLzContext + 1;
+  auto step = [&](unsigned y) {
     long best = 0;
     int guess = -1;
     for (int j = kLzContext; j > 0; --j) {
@@ -582,8 +581,44 @@ double binary_lz78y(const uint8_t* s, long n) {
         ++dictionary;
       }
     }
-    if (guess == static_cast<int>(y)) tally.hit();
-    else tally.miss();
+    tally.add(guess == static_cast<int>(y));
+  };
+  for (; i < n && dictionary < kLzMaxDictionary; ++i) {
+    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+    step(s[i] & 1u);
+  }
+  // Once the dictionary is full (for good: nothing leaves it) a context counts and predicts
+  // exactly when it is present. The short lengths then usually hold all their contexts:
+  // when lengths 1..kShort do, those count without a check and every length picks the best
+  // with selects, not branches (which mispredict on the lengths only partly present).
+  constexpr int kShort = 11;
+  bool complete = true;
+  for (int m = 1; m <= kShort && complete; ++m)
+    for (uint32_t c = 0; c < (1u << m) && complete; ++c) complete = ctx.at(m, c)[0] != 0 || ctx.at(m, c)[1] != 0;
+  if (complete) {
+    std::array<std::array<uint32_t, 2>*, kLzContext + 1> level{};
+    for (int m = 1; m <= kLzContext; ++m) level[static_cast<size_t>(m)] = ctx.table[static_cast<size_t>(m)].data();
+    for (; i < n; ++i) {
+      window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+      const unsigned y = s[i] & 1u;
+      uint32_t best = 0;
+      unsigned guess = 2;  // none
+      for (int j = kLzContext; j > 0; --j) {
+        auto& e = level[static_cast<size_t>(j)][window & ((1u << j) - 1)];
+        const uint32_t e0 = e[0], e1 = e[1];
+        const uint32_t top = e0 > e1 ? e0 : e1;
+        const bool better = top > best;
+        best = better ? top : best;
+        guess = better ? (e0 > e1 ? 0 : 1) : guess;
+        if (j <= kShort) ++e[y];
+        else e[y] += top != 0 ? 1 : 0;
+      }
+      tally.add(guess == y);
+    }
+  }
+  for (; i < n; ++i) {
+    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+    step(s[i] & 1u);
   }
   return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, 2);
 }
