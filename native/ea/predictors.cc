@@ -410,9 +410,17 @@ struct BinaryContexts {
   }
 };
 
-// One binary Markov model of MultiMMC during phase 1: its table of follower counts, the
-// pairs it made, and where it records per step whether it predicted and was right.
+// One binary Markov model of MultiMMC during phase 1: its table, the pairs it made, and
+// where it records per step whether it predicted and was right.
+//
+// An order that cannot reach the cap only ever asks of a context whether it was seen and
+// which follower leads (the larger count, 1 on ties), so its table holds one number per
+// context, `lean`: 0 for unseen, else 2 * (count of 1s - count of 0s) + 1 (odd, so never 0
+// once seen; positive exactly when 1 leads or ties). Half the memory of two counts, one
+// load a step. The capped order keeps both counts in `table`.
+template <typename V>
 struct MmcOrder {
+  V* lean;
   std::array<uint32_t, 2>* table;
   uint32_t mask;  // its context bits
   long made;
@@ -421,10 +429,11 @@ struct MmcOrder {
 };
 
 // Phase 1 of binary MultiMMC for G orders over steps [from, to) of a chunk starting at
-// `chunk`. `Capped`: the last of the G orders can reach the cap on pairs. The G models are independent, and running them in one loop overlaps their
+// `chunk`. `Capped`: the last of the G orders can reach the cap on pairs (the others use
+// lean tables). The G models are independent, and running them in one loop overlaps their
 // chains (a model's next step often reads the count its last step wrote).
-template <int G, bool Capped>
-void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
+template <int G, bool Capped, typename V>
+void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder<V>* o) {
   uint32_t c = 0;  // the bits before step i, s[i-1] lowest
   for (long j = std::max<long>(0, from - kMmcDepth); j < from; ++j) c = (c << 1) | (s[j] & 1u);
   std::array<uint64_t, G> pbits{}, rbits{};
@@ -432,16 +441,21 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
     const unsigned y = s[i] & 1u;
     const long k = i - chunk;
     for (size_t g = 0; g < G; ++g) {
-      MmcOrder& m = o[g];
-      auto& e = m.table[c & m.mask];
-      const unsigned guess = e[0] > e[1] ? 0 : 1;
+      MmcOrder<V>& m = o[g];
       if (!Capped || g + 1 < G) {
         // Without the cap every (context, follower) pair counts: no branches.
-        const uint64_t seen = (e[0] | e[1]) != 0 ? 1 : 0;
+        V& v = m.lean[c & m.mask];
+        const V was = v;
+        const uint64_t seen = was != 0 ? 1 : 0;
+        const unsigned guess = was > 0 ? 1 : 0;
         pbits[g] |= seen << (k & 63);
         rbits[g] |= (seen & (guess == y ? 1 : 0)) << (k & 63);
-        ++e[y];
-      } else if (e[guess] != 0) {
+        v = static_cast<V>(was + (was == 0 ? 1 : 0) + (y != 0 ? 2 : -2));
+        continue;
+      }
+      auto& e = m.table[c & m.mask];
+      const unsigned guess = e[0] > e[1] ? 0 : 1;
+      if (e[guess] != 0) {
         pbits[g] |= uint64_t{1} << (k & 63);
         rbits[g] |= static_cast<uint64_t>(guess == y) << (k & 63);
         if (e[y] != 0) ++e[y];
@@ -469,21 +483,28 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder* o) {
 // whether it predicted and whether it was right. Phase 2 replays the scoreboard: as in the
 // lag predictor, in a block of 64 steps only models within 64 points of the leader can take
 // the lead; they replay step by step, the others add a popcount.
+template <typename V>
 QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
-  if (n < kMmcDepth + 2) return kNotApplicable;
   constexpr long kChunk = 1 << 20;  // steps per chunk (a multiple of 64)
   // Order d+1 has at most 2^(d+2) (context, follower) pairs: only the longest orders can
   // reach the cap (order 16 alone, with a cap of 100,000).
   auto capped = [](int d) { return (long{4} << d) > kMmcMaxEntries; };
   static_assert((long{4} << (kMmcDepth - 2)) <= kMmcMaxEntries, "only the last order of a group of four may cap");
+  std::array<std::vector<V>, kMmcDepth> lean;
   std::array<std::vector<std::array<uint32_t, 2>>, kMmcDepth> table;
   std::array<long, kMmcDepth> entries{};
   for (int d = 0; d < kMmcDepth; ++d) {
     const auto du = static_cast<size_t>(d);
-    table[du].assign(size_t{1} << (d + 1), {0, 0});
     uint32_t c = 0;
     for (int j = 0; j <= d; ++j) c = (c << 1) | (s[j] & 1u);
-    table[du][c][s[d + 1] & 1] = 1;  // the first (context, follower) pair of each order
+    const unsigned y = s[d + 1] & 1u;  // the first (context, follower) pair of each order
+    if (capped(d)) {
+      table[du].assign(size_t{1} << (d + 1), {0, 0});
+      table[du][c][y] = 1;
+    } else {
+      lean[du].assign(size_t{1} << (d + 1), 0);
+      lean[du][c] = y != 0 ? 3 : -1;
+    }
     entries[du] = 1;
   }
   std::array<std::vector<uint64_t>, kMmcDepth> predicted, right;
@@ -496,12 +517,12 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
   Tally tally;
   for (long chunk = 2; chunk < n; chunk += kChunk) {
     const long end = std::min(n, chunk + kChunk);
-    std::array<MmcOrder, kMmcDepth> order;
+    std::array<MmcOrder<V>, kMmcDepth> order;
     for (int d = 0; d < kMmcDepth; ++d) {
       const auto du = static_cast<size_t>(d);
       std::fill(predicted[du].begin(), predicted[du].end(), 0);
       std::fill(right[du].begin(), right[du].end(), 0);
-      order[du] = {table[du].data(), (2u << d) - 1, entries[du], predicted[du].data(), right[du].data()};
+      order[du] = {lean[du].data(), table[du].data(), (2u << d) - 1, entries[du], predicted[du].data(), right[du].data()};
     }
     // Four orders at a time; each order alone first over the steps before the group's last
     // order starts predicting (order d+1 predicts from step d+2).
@@ -509,11 +530,11 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
       const long from = std::max<long>(chunk, d0 + 3 + 2);
       for (int g = 0; g < 3; ++g) {
         const long first = std::max<long>(chunk, d0 + g + 2);
-        if (first < std::min(end, from)) mmc_steps<1, false>(s, chunk, first, std::min(end, from), &order[static_cast<size_t>(d0 + g)]);
+        if (first < std::min(end, from)) mmc_steps<1, false, V>(s, chunk, first, std::min(end, from), &order[static_cast<size_t>(d0 + g)]);
       }
       if (from >= end) continue;
-      if (capped(d0 + 3)) mmc_steps<4, true>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
-      else mmc_steps<4, false>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
+      if (capped(d0 + 3)) mmc_steps<4, true, V>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
+      else mmc_steps<4, false, V>(s, chunk, from, end, &order[static_cast<size_t>(d0)]);
     }
     for (int d = 0; d < kMmcDepth; ++d) entries[static_cast<size_t>(d)] = order[static_cast<size_t>(d)].made;
     // Phase 2: the scoreboard over this chunk.
@@ -658,7 +679,12 @@ constexpr long kAhead = 4;
 // ---- MultiMMC: Markov models of order 1..16 learning follower counts (capped at 100,000
 // (context, follower) pairs each); the best scorer so far makes the guess.
 double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
-  if (k == 2) return binary_multi_mmc(s, static_cast<long>(n));
+  if (k == 2) {
+    if (n < kMmcDepth + 2) return kNotApplicable;
+    // Lean values reach 2n + 1 in magnitude.
+    if (n < (size_t{1} << 30)) return binary_multi_mmc<int32_t>(s, static_cast<long>(n));
+    return binary_multi_mmc<int64_t>(s, static_cast<long>(n));
+  }
   if (n > UINT32_MAX) throw std::length_error("MultiMMC counts 32-bit: fewer than 2^32 samples");
   const long len = static_cast<long>(n);
   if (len < 3) return kNotApplicable;
