@@ -437,9 +437,21 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder<V>* o)
   uint32_t c = 0;  // the bits before step i, s[i-1] lowest
   for (long j = std::max<long>(0, from - kMmcDepth); j < from; ++j) c = (c << 1) | (s[j] & 1u);
   std::array<uint64_t, G> pbits{}, rbits{};
+  // The longest orders' tables outgrow L1 (the group with the capped order holds them):
+  // their entries are fetched kLead steps ahead, from the context of that step.
+  constexpr long kLead = 4;
+  uint32_t ahead = c;
+  for (long j = from; j < from + kLead - 1 && j < to; ++j) ahead = (ahead << 1) | (s[j] & 1u);
   for (long i = from; i < to; ++i) {
     const unsigned y = s[i] & 1u;
     const long k = i - chunk;
+    if (Capped && i + kLead - 1 < to) {
+      ahead = (ahead << 1) | (s[i + kLead - 1] & 1u);
+      for (size_t g = 0; g < G; ++g) {
+        if (g + 1 < G) __builtin_prefetch(&o[g].lean[ahead & o[g].mask]);
+        else __builtin_prefetch(&o[g].table[ahead & o[g].mask]);
+      }
+    }
     for (size_t g = 0; g < G; ++g) {
       MmcOrder<V>& m = o[g];
       if (!Capped || g + 1 < G) {
@@ -619,8 +631,17 @@ double binary_lz78y(const uint8_t* s, long n) {
   if (complete) {
     std::array<std::array<uint32_t, 2>*, kLzContext + 1> level{};
     for (int m = 1; m <= kLzContext; ++m) level[static_cast<size_t>(m)] = ctx.table[static_cast<size_t>(m)].data();
+    // The long lengths' tables outgrow L1, and the entries a step will use are known from
+    // the data: they are fetched kLead steps ahead.
+    constexpr long kLead = 4;
+    uint32_t ahead = window;  // the window of step i + kLead (kept while that is below n)
+    for (long j = i - 1; j < i - 1 + kLead && j < n; ++j) ahead = ((ahead << 1) | (s[j] & 1u)) & 0xFFFFu;
     for (; i < n; ++i) {
       window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+      if (i + kLead < n) {
+        ahead = ((ahead << 1) | (s[i + kLead - 1] & 1u)) & 0xFFFFu;
+        for (int m = kShort + 1; m <= kLzContext; ++m) __builtin_prefetch(&level[static_cast<size_t>(m)][ahead & ((1u << m) - 1)]);
+      }
       const unsigned y = s[i] & 1u;
       uint32_t best = 0;
       unsigned guess = 2;  // none
