@@ -303,18 +303,23 @@ bool counts_by_windows(const uint8_t* s, size_t n, int width, TupleCounts& out) 
   const uint64_t symbol_mask = (uint64_t{1} << width) - 1;
   const std::unique_ptr<uint64_t[]> sorted = sorted_windows(Windows(s, full, width), full);
   const uint64_t* const keys = sorted.get();
-  auto common = [keys, width](size_t i) {
-    const uint64_t x = keys[i - 1] ^ keys[i];
-    return x == 0 ? 64 / static_cast<size_t>(width) : static_cast<size_t>(__builtin_clzll(x)) / static_cast<size_t>(width);
-  };
+  // One pass: the scan also finds the longest common prefix and whether a whole window
+  // repeats (then the counts are thrown away; the clamp only keeps the scan in range).
   size_t v = 0;
-  for (size_t i = 1; i < full; ++i) {
-    const size_t c = common(i);
-    if (c >= per_key) return false;
+  bool repeats = false;
+  auto common = [keys, width, per_key, &v, &repeats](size_t i) {
+    const uint64_t x = keys[i - 1] ^ keys[i];
+    size_t c = x == 0 ? 64 / static_cast<size_t>(width) : static_cast<size_t>(__builtin_clzll(x)) / static_cast<size_t>(width);
+    if (c >= per_key) {
+      repeats = true;
+      c = per_key - 1;
+    }
     v = std::max(v, c);
-  }
+    return c;
+  };
   std::vector<uint64_t> max_at_depth(per_key + 1, 0), pair_steps(per_key + 1, 0);
   scan_intervals(full, common, max_at_depth, pair_steps);
+  if (repeats) return false;
   // The short tails: position full + t holds a suffix of per_key - 1 - t symbols. For each
   // length L, group the tails long enough by their L-prefix and add them to the windows
   // with that prefix (counted by binary search in the sorted windows).
