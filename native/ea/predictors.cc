@@ -298,6 +298,28 @@ class ContextTable {
     }
   }
 
+  // For a table that will get no more contexts: a bitmap of their hashes (about 32 bits per
+  // context), so that find_frozen() answers "absent" for most absent keys from one bit, not
+  // from probing slots (random data is absent or not at random: the probe loop's branches
+  // mispredicted).
+  void freeze() {
+    size_t bits = 1024;
+    while (bits < 32 * contexts_.size()) bits *= 2;
+    filter_.assign(bits / 64, 0);
+    filter_mask_ = bits - 1;
+    for (const Context& c : contexts_) {
+      const size_t b = filter_bit(hash(c.key));
+      filter_[b >> 6] |= uint64_t{1} << (b & 63);
+    }
+  }
+
+  // find() on a frozen table.
+  long find_frozen(const Key& key, uint64_t h) const {
+    const size_t b = filter_bit(h);
+    if (((filter_[b >> 6] >> (b & 63)) & 1) == 0) return -1;
+    return find(key, h);
+  }
+
   // Index of the context, added if new.
   long insert(const Key& key, uint64_t h) {
     if ((contexts_.size() + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
@@ -378,8 +400,12 @@ class ContextTable {
     }
   }
 
+  size_t filter_bit(uint64_t h) const { return static_cast<size_t>(h >> 32) & filter_mask_; }
+
   std::vector<Slot> slots_;
   size_t mask_ = 0;
+  std::vector<uint64_t> filter_;  // see freeze()
+  size_t filter_mask_ = 0;
   std::vector<Context> contexts_;
   // (context, follower) -> count, open addressing.
   std::vector<Follower> followers_;
@@ -793,6 +819,7 @@ double lz78y_estimate(const uint8_t* s, size_t n, int k) {
     ++dictionary;
   }
   Tally tally;
+  bool frozen = false;
   std::array<ContextKeys, kAhead> ring;
   for (long i = kLzContext + 1; i < len && i < kLzContext + kAhead; ++i) ring[static_cast<size_t>(i % kAhead)].at(s, i, kLzContext);
   for (long i = kLzContext + 1; i < len; ++i) {
@@ -805,11 +832,15 @@ double lz78y_estimate(const uint8_t* s, size_t n, int k) {
     const ContextKeys& now = ring[static_cast<size_t>(i % kAhead)];
     long best = 0;
     int guess = -1;
+    if (!frozen && dictionary >= kLzMaxDictionary) {  // full for good: no context joins any table
+      for (ContextTable& t : tables) t.freeze();
+      frozen = true;
+    }
     for (int j = kLzContext; j > 0; --j) {
       const ContextTable::Key& key = now.key[static_cast<size_t>(j - 1)];
       const uint64_t h = now.hash[static_cast<size_t>(j - 1)];
       ContextTable& t = tables[static_cast<size_t>(j - 1)];
-      const long id = t.find(key, h);
+      const long id = frozen ? t.find_frozen(key, h) : t.find(key, h);
       if (id >= 0) {
         const ContextTable::Context& c = t.context(id);
         if (c.best > best) {
