@@ -145,11 +145,13 @@ describe('entropy role under the daemon runner', () => {
     await third!.stop();
   });
 
-  it('serves plain HTTP on loopback when configured', async () => {
-    const storageUrl = `sqlite:${path.join(dir, 'plain.db')}`;
+  // A plain-HTTP entropy role on loopback (getrandom, its own SQLite file) run by the daemon
+  // runner, once it listens; stop() sends SIGTERM and resolves with the exit code.
+  async function runPlainEntropy(database: string, capacityBytes: number) {
+    const storageUrl = `sqlite:${path.join(dir, database)}`;
     const config = resolveConfig({
       storage: { url: storageUrl },
-      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 1024 * 1024 } },
+      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes } },
     });
     const token = await tokenFor(storageUrl);
     const { logger } = captureLogger();
@@ -158,28 +160,25 @@ describe('entropy role under the daemon runner', () => {
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
     for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    const stop = () => {
+      signals.emit('SIGTERM');
+      return running;
+    };
+    return { role, token, stop };
+  }
+
+  it('serves plain HTTP on loopback when configured', async () => {
+    const { role, token, stop } = await runPlainEntropy('plain.db', 1024 * 1024);
     expect(role.address!.url).toMatch(/^http:\/\//);
     await role.pool!.waitForLevel(1024);
     expect(await fetchEntropy({ url: role.address!.url, token })).toHaveLength(1024);
-    signals.emit('SIGTERM');
-    expect(await running).toBe(0);
+    expect(await stop()).toBe(0);
   });
 
   it('a 503 ends: with the minimum pool and the default low-water mark, size=512 after size=1 is served once the client honours Retry-After', async () => {
     // The config from the report: the documented minimum pool, low water left at half.
-    const storageUrl = `sqlite:${path.join(dir, 'min-pool.db')}`;
-    const config = resolveConfig({
-      storage: { url: storageUrl },
-      entropy: { enabled: true, plainHttp: true, listen: { host: '127.0.0.1', port: 0 }, source: 'getrandom', pool: { capacityBytes: 524288 } },
-    });
-    const token = await tokenFor(storageUrl);
-    const { logger } = captureLogger();
-    const roles = await buildRoles(config, { logger, stateDir: dir });
-    const signals = new EventEmitter();
-    const running = runRoles(roles, logger, { signals });
-    const role = roles[0] as EntropyRole;
+    const { role, token, stop } = await runPlainEntropy('min-pool.db', 524288);
     try {
-      for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
       await role.pool!.waitForLevel(524288);
       const get = async (size: number) => {
         const res = await request(`${role.address!.url}/api/v1/quantum-entropy?size=${size}`, { headers: { authorization: `Bearer ${token}` } });
@@ -196,8 +195,7 @@ describe('entropy role under the daemon runner', () => {
       await new Promise((r) => setTimeout(r, 1000));
       expect((await get(512)).statusCode).toBe(200);
     } finally {
-      signals.emit('SIGTERM');
-      expect(await running).toBe(0);
+      expect(await stop()).toBe(0);
     }
   });
 
