@@ -1,5 +1,6 @@
 // bzip2, loaded at run time: the IID track's compression statistic (§5.1) is defined as
-// the length of a bzip2 compression, and it is the only user. Loading libbz2 with dlopen
+// the length of a bzip2 compression. ea/bzip2_size.h computes that length itself and calls
+// libbz2 only for text its model declines (and the tests compare the two). Loading libbz2 with dlopen
 // instead of linking it keeps the addon free of a library dependency: a prebuilt binary
 // loads on any glibc host (libbz2.so.1.0 is part of every Debian/Ubuntu base system, as
 // dpkg needs it), and cross-building the arm64 prebuild needs no arm64 libbz2.

@@ -1,12 +1,14 @@
 #include "ea/bzip2_size.h"
 
 #include "common/cpu.h"
+#include "ea/bzip2.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -163,7 +165,8 @@ void make_code_lengths(uint8_t* length, const uint32_t* freq, int alpha, int max
 
 // Buffers reused across calls (a shuffle's text is ~3.6 MB).
 struct Bzip2Size::Workspace {
-  std::string text;
+  std::string text;  // of_decimal_samples: the samples' text, text_size bytes of it
+  size_t text_size = 0;
   std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
   std::vector<uint8_t> symbols, coded;  // last column as symbol numbers; its coded symbols
@@ -214,6 +217,25 @@ size_t doubling_round(size_t h, Bzip2Size::Workspace& w) {
   sa.swap(w.next_sa);
   head.swap(w.next_head);
   return groups;
+}
+
+// Splits sa[from, to), already in order of key(k), into its runs of equal key: each element's
+// head becomes its run's start, and runs of two or more are added to `tied`. Returns how many
+// elements those hold.
+template <typename Key>
+size_t split_groups(size_t from, size_t to, Key key, Bzip2Size::Workspace& w, std::vector<Span>& tied) {
+  size_t in_ties = 0;
+  for (size_t k = from, start = from; k <= to; ++k) {
+    if (k == to || (k > from && key(k) != key(k - 1))) {
+      if (k - start > 1) {
+        tied.push_back({start, k - start});
+        in_ties += k - start;
+      }
+      start = k;
+    }
+    if (k < to) w.head[w.sa[k]] = static_cast<uint32_t>(start);
+  }
+  return in_ties;
 }
 
 // Sorts the token rotations: sa = token indices in order of the cyclic token sequences that
@@ -267,77 +289,53 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
     keyed.swap(w.keyed_tmp);
   }
   auto& sa = w.sa;
-  auto& head = w.head;
   sa.resize(m);
-  head.resize(m);
+  w.head.resize(m);
+  for (size_t k = 0; k < m; ++k) sa[k] = static_cast<uint32_t>(keyed[k]);
   w.tied.clear();
-  size_t tied_elements = 0;
-  for (size_t k = 0, start = 0; k < m; ++k) {
-    sa[k] = static_cast<uint32_t>(keyed[k]);
-    if (k > 0 && (keyed[k] >> 32) != (keyed[k - 1] >> 32)) {
-      if (k - start > 1) w.tied.push_back({start, k - start});
-      tied_elements += k - start > 1 ? k - start : 0;
-      start = k;
-    }
-    head[sa[k]] = static_cast<uint32_t>(start);
-    if (k == m - 1 && m - start > 1) {
-      w.tied.push_back({start, m - start});
-      tied_elements += m - start;
-    }
-  }
+  size_t tied_elements = split_groups(0, m, [&keyed](size_t k) { return keyed[k] >> 32; }, w, w.tied);
 
   for (size_t h = per_key; !w.tied.empty() && h < m; h *= 2) {
     if (tied_elements > m / 4) {
       // Many ties (little entropy): a whole round is cheaper than sorting groups.
       const size_t groups = doubling_round(h, w);
       w.tied.clear();
-      tied_elements = 0;
       if (groups == m) break;
-      for (size_t k = 0, start = 0; k <= m; ++k) {
-        if (k == m || (k > 0 && head[sa[k]] != head[sa[k - 1]])) {
-          if (k - start > 1) {
-            w.tied.push_back({start, k - start});
-            tied_elements += k - start;
-          }
-          start = k;
-        }
-      }
+      tied_elements = split_groups(0, m, [&w](size_t k) { return w.head[w.sa[k]]; }, w, w.tied);
       continue;
     }
-    // Few ties: sort each tied group by the head h tokens on, read for all groups before
-    // any head changes, so every comparison is by the same h-token prefixes.
+    // Few ties: sort each tied group by the head h tokens on. The keys are all read before
+    // any group is split, so every comparison is by the same h-token prefixes.
     for (const Span& g : w.tied)
       for (size_t k = g.start; k < g.start + g.size; ++k) {
         const size_t i = sa[k];
-        keyed[k] = (uint64_t{head[i + h < m ? i + h : i + h - m]} << 32) | i;
+        keyed[k] = (uint64_t{w.head[i + h < m ? i + h : i + h - m]} << 32) | i;
       }
     w.next_tied.clear();
     tied_elements = 0;
     for (const Span& g : w.tied) {
-      std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(g.start), keyed.begin() + static_cast<std::ptrdiff_t>(g.start + g.size));
-      size_t start = g.start;
-      for (size_t k = g.start; k <= g.start + g.size; ++k) {
-        if (k == g.start + g.size || (k > g.start && (keyed[k] >> 32) != (keyed[k - 1] >> 32))) {
-          if (k - start > 1) {
-            w.next_tied.push_back({start, k - start});
-            tied_elements += k - start;
-          }
-          start = k;
-        }
-        if (k < g.start + g.size) sa[k] = static_cast<uint32_t>(keyed[k]);
-      }
-    }
-    // New heads only now, after every group has read the old ones.
-    for (const Span& g : w.tied) {
-      size_t start = g.start;
-      for (size_t k = g.start; k < g.start + g.size; ++k) {
-        if (k > g.start && (keyed[k] >> 32) != (keyed[k - 1] >> 32)) start = k;
-        head[sa[k]] = static_cast<uint32_t>(start);
-      }
+      const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(g.start);
+      std::sort(first, first + static_cast<std::ptrdiff_t>(g.size));
+      for (size_t k = g.start; k < g.start + g.size; ++k) sa[k] = static_cast<uint32_t>(keyed[k]);
+      tied_elements += split_groups(g.start, g.start + g.size, [&keyed](size_t k) { return keyed[k] >> 32; }, w, w.next_tied);
     }
     w.tied.swap(w.next_tied);
   }
 }
+
+// bzip2 numbers only the bytes that occur in a block, in byte order: the symbol number of
+// each character in use (by char_index).
+class SymbolNumbers {
+ public:
+  explicit SymbolNumbers(const bool* in_use) {
+    uint8_t used = 0;
+    for (int c = 0; c < kChars; ++c) number_[c] = in_use[c] ? used++ : 0;
+  }
+  uint8_t operator[](int c) const { return number_[c]; }
+
+ private:
+  uint8_t number_[kChars];
+};
 
 // The type of the token "<digits> ": numbered directly up to three digits; a longer one (only
 // where a block's end meets its start) and its suffixes longer than three digits get types
@@ -404,14 +402,11 @@ bool naive_last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
     }
     return false;
   });
-  bool in_use[kChars] = {};
-  for (size_t i = 0; i < n; ++i) in_use[char_index(block[i])] = true;
-  uint8_t symbol_of[kChars];
-  uint8_t used = 0;
-  for (int c = 0; c < kChars; ++c) symbol_of[c] = in_use[c] ? used++ : 0;
+  std::fill(std::begin(w.in_use), std::end(w.in_use), false);
+  for (size_t i = 0; i < n; ++i) w.in_use[char_index(block[i])] = true;
+  const SymbolNumbers symbol_of(w.in_use);
   w.symbols.resize(n);
   for (size_t k = 0; k < n; ++k) w.symbols[k] = symbol_of[char_index(block[(order[k] + n - 1) % n])];
-  std::copy(in_use, in_use + kChars, w.in_use);
   return true;
 }
 
@@ -453,9 +448,7 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   for (uint32_t t = 0; t < types; ++t)
     if (tokens_of_type[t] > 0)
       for (size_t d = 0; d < type_at(t).length; ++d) w.in_use[char_index(type_at(t).digits[d])] = true;
-  uint8_t symbol_of[kChars];
-  uint8_t used = 0;
-  for (int c = 0; c < kChars; ++c) symbol_of[c] = w.in_use[c] ? used++ : 0;
+  const SymbolNumbers symbol_of(w.in_use);
 
   // Bucket starts: how many positions begin with each suffix string.
   std::vector<uint32_t> bucket(types + 1 + kShortTypes, 0);
@@ -779,8 +772,19 @@ std::optional<size_t> Bzip2Size::of_decimal_text(const char* text, size_t size, 
   return static_cast<size_t>((bits + 7) / 8);
 }
 
-std::optional<size_t> Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
-  if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
+size_t Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
+  if (const std::optional<size_t> size = model_of_decimal_samples(samples, n, block_size_100k)) return *size;
+  // The model declines only what decimal samples never make; libbz2 answers then, on the
+  // text the model just wrote, so a gap in the model costs time, never a wrong statistic.
+  require_bzip2();
+  auto length = static_cast<unsigned>(w_->text_size + w_->text_size / 50 + 700);
+  std::vector<char> out(length);
+  if (!bzip2_compress(out.data(), &length, w_->text.data(), static_cast<unsigned>(w_->text_size), block_size_100k))
+    throw std::runtime_error("libbz2 could not compress the samples' decimal text");
+  return length;
+}
+
+std::optional<size_t> Bzip2Size::model_of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
   // The text, each value's digits and a space written four bytes at a time, and where each
   // value's token starts; token_at[n] is one past the (absent) space after the last value.
   static const auto table = [] {
@@ -809,7 +813,8 @@ std::optional<size_t> Bzip2Size::of_decimal_samples(const uint8_t* samples, size
     at += table.length[samples[i]];
   }
   w.token_at[n] = at;
-  const size_t size = n > 0 ? at - 1 : 0;  // no space after the last value
+  const size_t size = w.text_size = n > 0 ? at - 1 : 0;  // no space after the last value
+  if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
 
   uint64_t bits = kStreamHeaderBits + kStreamTrailerBits;
   for (const Span& b : block_spans(text, size, block_size_100k)) {

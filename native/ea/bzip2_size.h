@@ -33,8 +33,12 @@ class Bzip2Size {
   // in a row (bzip2's first stage would insert run-length bytes there). nullopt for any other
   // text, or block_size_100k outside 1..9: the caller then runs libbz2.
   std::optional<size_t> of_decimal_text(const char* text, size_t size, int block_size_100k);
-  // For the samples written in decimal, separated by single spaces: "v0 v1 ... vn-1".
-  std::optional<size_t> of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k);
+  // For the samples written in decimal, separated by single spaces: "v0 v1 ... vn-1". The
+  // model answers for every such text; were it ever to decline, libbz2 compresses the text
+  // instead (std::runtime_error if libbz2 cannot be loaded or the level is outside 1..9).
+  size_t of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k);
+  // The same from the model alone (nullopt where it declines), for the tests.
+  std::optional<size_t> model_of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k);
 
   struct Workspace;
 

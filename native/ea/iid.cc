@@ -16,12 +16,10 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
-#include "ea/bzip2.h"
 #include "ea/bzip2_size.h"
 #include "ea/ea.h"
 #include "ea/parallel.h"
@@ -195,16 +193,9 @@ void convert(const uint8_t* s, size_t n, Scratch& w) {
 }
 
 // Length of the bzip2 compression (block size 5 x 100k) of the samples written in decimal,
-// separated by single spaces: computed exactly without running bzip2 (ea/bzip2_size.h), with
-// libbz2 kept for text the model declines, which decimal samples never are.
+// separated by single spaces: computed exactly without running bzip2 (ea/bzip2_size.h).
 double compressed_length(const uint8_t* raw, size_t n, Scratch& w) {
-  if (const std::optional<size_t> size = w.bzip2.of_decimal_samples(raw, n, 5)) return static_cast<double>(*size);
-  require_bzip2();
-  std::string text;
-  for (size_t i = 0; i < n; ++i) text += std::to_string(raw[i]) + (i + 1 < n ? " " : "");
-  auto len = static_cast<unsigned>(std::ceil(1.01 * static_cast<double>(text.size())) + 600);
-  std::vector<char> packed(len);
-  return bzip2_compress(packed.data(), &len, text.data(), static_cast<unsigned>(text.size()), 5) ? static_cast<double>(len) : 0.0;
+  return static_cast<double>(w.bzip2.of_decimal_samples(raw, n, 5));
 }
 
 using Stats = std::array<double, kPermutationStatistics>;

@@ -48,7 +48,7 @@ void same_as_libbz2(const std::string& what, const std::vector<uint8_t>& samples
   const std::string text = decimal_text(samples);
   same_as_libbz2(what, text, level);
   qe::ea::Bzip2Size model;
-  const std::optional<size_t> ours = model.of_decimal_samples(samples.data(), samples.size(), level);
+  const std::optional<size_t> ours = model.model_of_decimal_samples(samples.data(), samples.size(), level);
   const size_t theirs = libbz2_size(text, level);
   if (ours != std::optional<size_t>(theirs))
     qe::check::fail(__FILE__, __LINE__, what + " (from samples) level " + std::to_string(level) + ": " + (ours ? std::to_string(*ours) : "none") + " vs libbz2 " + std::to_string(theirs));
