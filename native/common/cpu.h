@@ -5,6 +5,16 @@
 #include <string>
 #include <vector>
 
+// Hot loops that count bits are compiled twice, for CPUs with and without the POPCNT
+// instruction, and the loader picks one (GCC function multi-versioning). Without it,
+// std::popcount / __builtin_popcountll compile to a table-driven libgcc call several times
+// slower.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QE_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define QE_POPCNT_CLONES
+#endif
+
 namespace qe::cpu {
 
 bool has_avx2();

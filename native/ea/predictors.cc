@@ -12,17 +12,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/cpu.h"
 #include "ea/ea.h"
 
 namespace qe::ea {
 
-// The blocked scoreboards below count matches with one popcount per 64 steps: compiled
-// for POPCNT and for plain x86-64 (without it __builtin_popcountll is a libgcc call).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QE_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
-#else
-#define QE_POPCNT_CLONES
-#endif
+// The blocked scoreboards below count matches with one popcount per 64 steps, so they are
+// compiled with QE_POPCNT_CLONES (common/cpu.h).
 
 
 namespace {

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu.h"
 #include "napi/registry.h"
 #include "sts/battery.h"
 #include "sts/sts.h"
@@ -433,10 +434,7 @@ Napi::Value AperiodicTemplates(const Napi::CallbackInfo& info) {
 
 // Compiled for POPCNT and for plain x86-64 like the tests' own bit-counting loops, so the
 // benchmark's ceiling is the same instruction the tests use.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("popcnt", "default")))
-#endif
-uint64_t count_ones(const uint8_t* p, size_t n) {
+QE_POPCNT_CLONES uint64_t count_ones(const uint8_t* p, size_t n) {
   uint64_t ones = 0;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {

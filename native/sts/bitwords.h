@@ -5,16 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/cpu.h"  // QE_POPCNT_CLONES
 #include "sts/sts.h"
 
-// Hot loops that count bits are compiled twice, for CPUs with and without the POPCNT
-// instruction, and the loader picks one (GCC function multi-versioning). Without it,
-// std::popcount compiles to a table-driven libgcc call several times slower.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QE_STS_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
-#else
-#define QE_STS_POPCNT_CLONES
-#endif
 
 namespace qe::sts::detail {
 

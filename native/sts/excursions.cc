@@ -73,7 +73,7 @@ class Walker {
   std::array<uint64_t, 19> cycle_visits_{};
 };
 
-QE_STS_POPCNT_CLONES WalkCounts walk(const Bits& bits) {
+QE_POPCNT_CLONES WalkCounts walk(const Bits& bits) {
   WalkCounts counts;
   Walker walker(counts);
   const size_t n = bits.n;

@@ -17,7 +17,7 @@
 namespace qe::sts {
 namespace detail {
 
-QE_STS_POPCNT_CLONES
+QE_POPCNT_CLONES
 size_t count_ones(const Bits& bits, size_t start, size_t count) {
   if (count == 0) return 0;
   const uint64_t* w = bits.words.data();
@@ -41,7 +41,7 @@ TestResult empty_sequence(size_t count) { return TestResult::not_applicable(coun
 // Number of positions k in [1, n) with bit k != bit k-1: each word is XORed with itself
 // shifted left by one (the next word's first bit shifted in), which sets bit p exactly
 // when positions p and p+1 differ.
-QE_STS_POPCNT_CLONES
+QE_POPCNT_CLONES
 size_t count_transitions(const Bits& bits) {
   const size_t n = bits.n;
   if (n < 2) return 0;
@@ -154,7 +154,7 @@ struct CusumWalk {
 // a word that could reach past the running max (s + ones > sup) or min (s - zeros < inf)
 // is walked byte by byte with the (delta, max, min) table. A random walk spends most of
 // its time well inside its range, so most words take the fast path.
-QE_STS_POPCNT_CLONES
+QE_POPCNT_CLONES
 CusumWalk cusum_walk(const Bits& bits) {
   const size_t n = bits.n;
   const uint64_t* w = bits.words.data();

@@ -117,7 +117,7 @@ std::vector<uint64_t> and_shifted(const std::vector<uint64_t>& in, size_t shift)
 }
 
 // Number of set bits at positions [a, b) of a bit vector (MSB-first words).
-QE_STS_POPCNT_CLONES uint64_t popcount_range(const std::vector<uint64_t>& words, size_t a, size_t b) {
+QE_POPCNT_CLONES uint64_t popcount_range(const std::vector<uint64_t>& words, size_t a, size_t b) {
   if (a >= b) return 0;
   const size_t wa = a >> 6;
   const size_t wb = (b - 1) >> 6;
