@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace qe::ea {
 namespace {
 
@@ -169,7 +173,7 @@ struct Bzip2Size::Workspace {
   size_t text_size = 0;
   std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
-  std::vector<uint8_t> symbols, coded;  // last column as symbol numbers; its coded symbols
+  std::vector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
   std::vector<uint32_t> token_type, rank, sa, next_sa, head, next_head, cursor, bucket;
   std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
   std::vector<uint32_t> radix_count;
@@ -538,84 +542,90 @@ const RunCodes& run_codes() {
   return table;
 }
 
-// The move-to-front indices as bzip2 writes them: runs of index 0 in bijective base 2
-// (RUNA = 1, RUNB = 2 times the place value), other indices j as j + 1. Without branches:
-// every index stores the code of the zeros before it and its own symbol (8 bytes), and only
-// a non-zero one advances the output.
-class RunCoder {
- public:
-  explicit RunCoder(uint8_t* out) : out_(out), codes_(run_codes()) {}
-
-  void add(uint8_t j) {
-    if (zeros_ >= RunCodes::kRuns && j != 0) [[unlikely]] {
-      long_run();
-    }
-    const size_t z = zeros_ < RunCodes::kRuns ? zeros_ : 0;  // a long run goes on: nothing is kept
-    const uint64_t word = codes_.word[z] | (uint64_t{static_cast<uint8_t>(j + 1)} << (8 * codes_.length[z]));
-    std::memcpy(out_ + symbols_, &word, sizeof word);
-    const bool advance = j != 0;
-    symbols_ += advance ? codes_.length[z] + 1u : 0u;
-    zeros_ = advance ? 0 : zeros_ + 1;
-  }
-
-  // Writes the last run and the end-of-block symbol; returns the symbols written.
-  size_t finish(uint8_t end_of_block) {
-    if (zeros_ >= RunCodes::kRuns) long_run();
-    for (size_t k = 0; k < codes_.length[zeros_]; ++k) out_[symbols_++] = static_cast<uint8_t>(codes_.word[zeros_] >> (8 * k));
-    out_[symbols_++] = end_of_block;
-    return symbols_;
-  }
-
- private:
-  void long_run() {  // a run too long for the table: written directly
-    for (const uint8_t code : run_code(zeros_)) out_[symbols_++] = code;
-    zeros_ = 0;
-  }
-
-  uint8_t* out_;
-  const RunCodes& codes_;
-  size_t symbols_ = 0, zeros_ = 0;
-};
-
 // Move-to-front: the index of symbols[i] is how many distinct symbols came since it last did
 // (its place in the list). position[s] is symbol s's place, held in one 16-byte vector: a
 // step broadcasts position[s] to every lane (a byte shuffle), adds one to the places before
-// it and clears lane s, so the loop carries a few vector instructions and no memory round
-// trip; the run coding rides along in the same loop.
+// it and clears lane s, so the loop carries three vector instructions and no memory round
+// trip. The run coding is a pass of its own (run_code_indices): fused into this loop its
+// bookkeeping per index cost more than the two passes together.
 using Lanes = int8_t __attribute__((vector_size(kAlphabetSlots)));  // signed: one-instruction compare
 
-inline __attribute__((always_inline)) size_t mtf_code_body(const uint8_t* symbols, size_t n, int used, uint8_t* out) {
+inline __attribute__((always_inline)) void mtf_indices_body(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
   Lanes position, clear[kAlphabetSlots];
   for (size_t s = 0; s < kAlphabetSlots; ++s) {
     position[s] = static_cast<int8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
     for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = static_cast<int8_t>(k == s ? 0 : -1);
   }
-  RunCoder coder(out);
   for (size_t i = 0; i < n; ++i) {
     const uint8_t s = symbols[i];
     const Lanes here = __builtin_shuffle(position, Lanes{} + static_cast<int8_t>(s));
-    coder.add(static_cast<uint8_t>(here[0]));
-    position -= position < here;  // true lanes are -1: adds one
-    position &= clear[s];
+    index[i] = static_cast<uint8_t>(here[0]);
+    // Lane s is cleared off the chain through `here`; it compares equal, so it stays 0.
+    position = (position & clear[s]) - (position < here);  // true lanes are -1: adds one
   }
-  return coder.finish(static_cast<uint8_t>(used + 1));
 }
 
 #if defined(__x86_64__) || defined(__i386__)
 // pshufb (SSSE3) is the one-instruction broadcast; plain SSE2 builds would spill the vector.
-__attribute__((target("ssse3"))) size_t mtf_code_ssse3(const uint8_t* symbols, size_t n, int used, uint8_t* out) {
-  return mtf_code_body(symbols, n, used, out);
+__attribute__((target("ssse3"))) void mtf_indices_ssse3(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
+  mtf_indices_body(symbols, n, used, index);
 }
 #endif
 
-// Writes the coded symbols of a block's last column to out (room for n + n/2 + 16) and
-// returns how many; the end-of-block symbol is used + 1.
-size_t mtf_code(const uint8_t* symbols, size_t n, int used, uint8_t* out) {
+void mtf_indices(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool ssse3 = qe::cpu::has_ssse3();
-  if (ssse3) return mtf_code_ssse3(symbols, n, used, out);
+  if (ssse3) return mtf_indices_ssse3(symbols, n, used, index);
 #endif
-  return mtf_code_body(symbols, n, used, out);
+  mtf_indices_body(symbols, n, used, index);
+}
+
+// Bit k set where index[k] != 0, for k < count ≤ 64.
+inline uint64_t nonzero_bits(const uint8_t* index, size_t count) {
+#if defined(__SSE2__)
+  if (count == 64) {
+    const __m128i zero = _mm_setzero_si128();
+    uint64_t zeros = 0;
+    for (int q = 0; q < 4; ++q) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(index + 16 * q));
+      zeros |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)))) << (16 * q);
+    }
+    return ~zeros;
+  }
+#endif
+  uint64_t bits = 0;
+  for (size_t k = 0; k < count; ++k) bits |= uint64_t{index[k] != 0} << k;
+  return bits;
+}
+
+// The move-to-front indices as bzip2 writes them: runs of index 0 in bijective base 2
+// (RUNA = 1, RUNB = 2 times the place value), other indices j as j + 1, then the end-of-block
+// symbol used + 1. Only the non-zero indices are visited (a third of the indices of shuffled
+// samples are 0, at random, which no branch predicts): each one writes the code of the zeros
+// before it and its own symbol as one 8-byte word. out needs room for n + n/2 + 16.
+size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) {
+  const RunCodes& codes = run_codes();
+  size_t symbols = 0;
+  size_t previous = SIZE_MAX;  // the last non-zero index's position (wraps to 0 below)
+  for (size_t base = 0; base < n; base += 64) {
+    for (uint64_t bits = nonzero_bits(index + base, std::min<size_t>(64, n - base)); bits != 0; bits &= bits - 1) {
+      const size_t at = base + static_cast<size_t>(__builtin_ctzll(bits));
+      const size_t zeros = at - previous - 1;
+      previous = at;
+      const auto symbol = static_cast<uint8_t>(index[at] + 1);
+      if (zeros >= RunCodes::kRuns) [[unlikely]] {
+        for (const uint8_t code : run_code(zeros)) out[symbols++] = code;
+        out[symbols++] = symbol;
+        continue;
+      }
+      const uint64_t word = codes.word[zeros] | (uint64_t{symbol} << (8 * codes.length[zeros]));
+      std::memcpy(out + symbols, &word, sizeof word);
+      symbols += codes.length[zeros] + 1u;
+    }
+  }
+  for (const uint8_t code : run_code(n - previous - 1)) out[symbols++] = code;
+  out[symbols++] = static_cast<uint8_t>(used + 1);
+  return symbols;
 }
 
 // bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
@@ -626,9 +636,11 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
   const int ranges = (in_use[0] ? 1 : 0) + (std::any_of(in_use + 1, in_use + kChars, [](bool b) { return b; }) ? 1 : 0);
   const int alpha = used + 2;  // RUNA, RUNB, indices 1..used-1 as 2..used, end of block
 
+  w.mtf.resize(n);
+  mtf_indices(w.symbols.data(), n, used, w.mtf.data());
   w.coded.resize(n + n / 2 + 16);
   uint8_t* out = w.coded.data();
-  const size_t symbols = mtf_code(w.symbols.data(), n, used, out);
+  const size_t symbols = run_code_indices(w.mtf.data(), n, used, out);
 
   // Symbol counts per group of 50 (two interleaved rows, so repeats do not wait on each
   // other): every cost and frequency below is a sum over them.
