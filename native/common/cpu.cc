@@ -7,6 +7,7 @@ bool has_avx2() { return __builtin_cpu_supports("avx2"); }
 bool has_avx512bw() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
 bool has_popcnt() { return __builtin_cpu_supports("popcnt"); }
 bool has_ssse3() { return __builtin_cpu_supports("ssse3"); }
+bool has_sse41() { return __builtin_cpu_supports("sse4.1"); }
 bool has_rdseed() {
   unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
   __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
@@ -22,6 +23,7 @@ bool has_avx2() { return false; }
 bool has_avx512bw() { return false; }
 bool has_popcnt() { return false; }
 bool has_ssse3() { return false; }
+bool has_sse41() { return false; }
 bool has_rdseed() { return false; }
 bool has_rdrand() { return false; }
 #endif

@@ -21,6 +21,7 @@ bool has_avx2();
 bool has_avx512bw();  // AVX-512 F + BW (what byte-wise kernels need)
 bool has_popcnt();
 bool has_ssse3();  // byte shuffles with a variable index (pshufb)
+bool has_sse41();  // SSE4.1 (phminposuw, pmovzx)
 bool has_rdseed();
 bool has_rdrand();
 

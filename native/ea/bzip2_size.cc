@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #endif
 
 namespace qe::ea {
@@ -178,7 +178,7 @@ struct Bzip2Size::Workspace {
   std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
   std::vector<uint32_t> radix_count;
   std::vector<Span> tied, next_tied;      // groups of sa not yet in order
-  std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;
+  std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;  // per 50 coded symbols
   std::vector<uint8_t> selector;
   std::vector<TokenType> long_types;
   bool in_use[kChars];
@@ -628,6 +628,86 @@ size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) 
   return symbols;
 }
 
+// One refinement round's assignment: each group of 50 coded symbols (its symbol counts) goes
+// to the table that codes it in the fewest bits, the first such as bzip2 picks, and adds its
+// counts to that table's frequencies. Symbols at or past alpha never occur (count 0).
+using GroupCounts = std::array<uint8_t, kAlphabetSlots>;
+
+// Every table's cost at once: lane t of cost_of[v] is table t's code length for symbol v, so
+// a group's costs are 16 multiply-adds of 8-lane vectors. Lanes past the last table cost more
+// than any real table (a group costs at most 50 x 17; 50 x 1000 still fits 16 bits).
+void assign_tables_generic(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables,
+                           uint8_t* selector, uint32_t (*table_freq)[kAlphabetSlots]) {
+  using Costs = uint16_t __attribute__((vector_size(16)));
+  constexpr uint16_t kNoTable = 1000;
+  Costs cost_of[kAlphabetSlots];
+  for (size_t v = 0; v < kAlphabetSlots; ++v)
+    for (int t = 0; t < 8; ++t) cost_of[v][t] = t < tables ? length[t][v] : kNoTable;
+  for (size_t g = 0; g < groups; ++g) {
+    const GroupCounts& c = counts[g];
+    Costs cost{};
+    for (size_t v = 0; v < kAlphabetSlots; ++v) cost += static_cast<uint16_t>(c[v]) * cost_of[v];
+    int best = 0;
+    for (int t = 1; t < tables; ++t)
+      if (cost[t] < cost[best]) best = t;
+    selector[g] = static_cast<uint8_t>(best);
+    for (size_t v = 0; v < kAlphabetSlots; ++v) table_freq[best][v] += c[v];
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// The same in a few instructions a group: pmaddubsw multiplies the 16 counts by a table's 16
+// lengths and adds pairs, three rounds of phaddw finish all eight tables' sums in one vector,
+// and phminposuw returns the first cheapest table. The chosen table's counts are added as
+// 16-bit lanes, folded into the 32-bit frequencies before they could overflow.
+__attribute__((target("sse4.1"))) void assign_tables_sse41(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots],
+                                                           int tables, uint8_t* selector, uint32_t (*table_freq)[kAlphabetSlots]) {
+  __m128i lengths[8];
+  for (int t = 0; t < 8; ++t)
+    lengths[t] = t < tables ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(length[t])) : _mm_setzero_si128();
+  // Lanes past the last table: all ones, so they are never the minimum.
+  alignas(16) uint16_t absent[8];
+  for (int t = 0; t < 8; ++t) absent[t] = t < tables ? 0 : 0xFFFF;
+  const __m128i no_table = _mm_load_si128(reinterpret_cast<const __m128i*>(absent));
+  constexpr size_t kFold = 1000;  // 1000 groups x 50 < 2^16
+  __m128i low[kMaxTables], high[kMaxTables];
+  auto fold = [&] {
+    for (int t = 0; t < tables; ++t) {
+      alignas(16) uint16_t lanes[kAlphabetSlots];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), low[t]);
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes + 8), high[t]);
+      for (size_t v = 0; v < kAlphabetSlots; ++v) table_freq[t][v] += lanes[v];
+    }
+  };
+  for (size_t from = 0; from < groups; from += kFold) {
+    for (int t = 0; t < kMaxTables; ++t) low[t] = high[t] = _mm_setzero_si128();
+    const size_t to = std::min(groups, from + kFold);
+    for (size_t g = from; g < to; ++g) {
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(counts[g].data()));
+      __m128i sums[8];
+      for (int t = 0; t < 8; ++t) sums[t] = _mm_maddubs_epi16(c, lengths[t]);
+      const __m128i s01 = _mm_hadd_epi16(sums[0], sums[1]), s23 = _mm_hadd_epi16(sums[2], sums[3]);
+      const __m128i s45 = _mm_hadd_epi16(sums[4], sums[5]), s67 = _mm_hadd_epi16(sums[6], sums[7]);
+      const __m128i cost = _mm_or_si128(_mm_hadd_epi16(_mm_hadd_epi16(s01, s23), _mm_hadd_epi16(s45, s67)), no_table);
+      const int best = _mm_extract_epi16(_mm_minpos_epu16(cost), 1) & 7;
+      selector[g] = static_cast<uint8_t>(best);
+      low[best] = _mm_add_epi16(low[best], _mm_cvtepu8_epi16(c));
+      high[best] = _mm_add_epi16(high[best], _mm_cvtepu8_epi16(_mm_srli_si128(c, 8)));
+    }
+    fold();
+  }
+}
+#endif
+
+void assign_tables(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables, uint8_t* selector,
+                   uint32_t (*table_freq)[kAlphabetSlots]) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool sse41 = qe::cpu::has_sse41();
+  if (sse41) return assign_tables_sse41(counts, groups, length, tables, selector, table_freq);
+#endif
+  assign_tables_generic(counts, groups, length, tables, selector, table_freq);
+}
+
 // bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
 // of writing them.
 uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
@@ -683,27 +763,9 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
     }
   }
   w.selector.resize(groups);
-  // A group's cost under every table at once: lane t of cost_of[v] is table t's code length
-  // for symbol v, so the costs are 16 multiply-adds of 8-lane vectors. Symbols at or past
-  // alpha never occur (count 0); lanes past the last table cost more than any real table (a
-  // group's cost is at most 50 x 17, and 50 x 1000 still fits 16 bits).
-  using Costs = uint16_t __attribute__((vector_size(16)));
-  constexpr uint16_t kNoTable = 1000;
   for (int round = 0; round < kRefinements; ++round) {
-    Costs cost_of[kAlphabetSlots];
-    for (size_t v = 0; v < kAlphabetSlots; ++v)
-      for (int t = 0; t < 8; ++t) cost_of[v][t] = t < tables ? length[t][v] : kNoTable;
     uint32_t table_freq[kMaxTables][kAlphabetSlots] = {};
-    for (size_t g = 0; g < groups; ++g) {
-      const auto& c = counts[g];
-      Costs cost{};
-      for (size_t v = 0; v < kAlphabetSlots; ++v) cost += static_cast<uint16_t>(c[v]) * cost_of[v];
-      int best = 0;  // the first cheapest, as bzip2 picks
-      for (int t = 1; t < tables; ++t)
-        if (cost[t] < cost[best]) best = t;
-      w.selector[g] = static_cast<uint8_t>(best);
-      for (size_t v = 0; v < kAlphabetSlots; ++v) table_freq[best][v] += c[v];
-    }
+    assign_tables(counts.data(), groups, length, tables, w.selector.data(), table_freq);
     for (int t = 0; t < tables; ++t) make_code_lengths(length[t], table_freq[t], alpha, kMaxCodeLength);
   }
 
