@@ -479,31 +479,36 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
       fill[t].before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
     }
   }
-  // Short tokens write four positions each, those past the token into a spill area after
-  // the block (so the loop has no data-dependent branch); the one long token loops. Each
-  // type spills into a counter of its own: a shared one would chain every token's update.
+  // The positions at a token's space begin the suffix " ", the first bucket; they sort by
+  // the rotation at the next token alone, so the k-th in sa order goes to place k, with no
+  // counter (a shared one would chain every token's update through memory).
+  if (bucket[rank_of[0]] != 0 || bucket[rank_of[0] + 1] != m) throw std::logic_error("bzip2 size: the space bucket is not first");
+  // The digit positions: short tokens write three each, those past the token into a spill
+  // area after the block (so the loop has no data-dependent branch); the odd long token
+  // loops. Each type spills into a counter of its own, for the same reason.
   uint32_t spill_at = static_cast<uint32_t>(n);
   for (uint32_t t = 0; t < kShortTypes; ++t) {
     const uint32_t spill = static_cast<uint32_t>(types + 1 + t);
+    const size_t digits = fill[t].positions - 1u;
     bucket[spill] = spill_at;
-    spill_at += tokens_of_type[t] * (4 - fill[t].positions);
-    for (size_t d = fill[t].positions; d < 4; ++d) fill[t].bucket[d] = spill;
+    spill_at += tokens_of_type[t] * static_cast<uint32_t>(3 - std::min<size_t>(3, digits));
+    for (size_t d = digits; d < 3; ++d) fill[t].bucket[d] = spill;
   }
-  w.symbols.resize(n + 3 * m + 4);
+  w.symbols.resize(n + 2 * m + 4);
   uint8_t* last = w.symbols.data();
   const uint32_t* type = w.token_type.data();
   for (size_t k = 0; k < m; ++k) {
     const size_t next = w.sa[k];
     const uint32_t t = type[next == 0 ? m - 1 : next - 1];
     const Fill& f = fill[t];
+    last[k] = f.before[f.positions - 1];
     if (t >= kShortTypes) [[unlikely]] {
-      for (size_t d = 0; d < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
+      for (size_t d = 0; d + 1 < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
       continue;
     }
     last[bucket[f.bucket[0]]++] = f.before[0];
     last[bucket[f.bucket[1]]++] = f.before[1];
     last[bucket[f.bucket[2]]++] = f.before[2];
-    last[bucket[f.bucket[3]]++] = f.before[3];
   }
   w.symbols.resize(n);
 }
