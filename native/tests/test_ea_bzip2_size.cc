@@ -103,6 +103,12 @@ QE_TEST(bzip2_size_matches_libbz2_on_constant_periodic_and_skewed_data) {
   same_as_libbz2("ramp", ramp, 5);
   same_as_libbz2("two values alternating", pair, 2);
   same_as_libbz2("skewed", skewed, 5);
+  // Characters that occur in one half of the sorted block only: the move-to-front runs the
+  // two halves side by side and mends the second from the first (here '0' precedes only the
+  // rotations that start with a space, all in the first half).
+  std::vector<uint8_t> tens = random_samples(300000, 1, 11);
+  for (auto& x : tens) x = x ? 20 : 10;
+  same_as_libbz2("tens and twenties", tens, 5);
   // Digit strings longer than a sample's: the tokens a block's wrap-around can make.
   same_as_libbz2("long numbers", std::string("123 4567890123 45 12345678901234"), 1);
 }
