@@ -176,7 +176,7 @@ struct Bzip2Size::Workspace {
   std::vector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
   std::vector<uint32_t> token_type, rank, sa, next_sa, head, next_head, cursor, bucket;
   std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
-  std::vector<uint32_t> radix_count;
+  std::vector<uint32_t> radix_count, radix_start, dense;
   std::vector<Span> tied, next_tied;      // groups of sa not yet in order
   std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;  // per 50 coded symbols
   std::vector<uint8_t> selector;
@@ -242,12 +242,43 @@ size_t split_groups(size_t from, size_t to, Key key, Bzip2Size::Workspace& w, st
   return in_ties;
 }
 
+// Orders the tied groups of sa (equal in their first `from` tokens) by comparing the tokens
+// after that directly, at most kDirectTokens of them: on data with any entropy two
+// rotations differ within a few tokens, and no group ranks need computing. False, with sa
+// reordered only within its groups, if two rotations agree that far (a long repeat).
+constexpr size_t kDirectTokens = 48;
+bool order_ties_directly(size_t from, const std::vector<uint32_t>& dense, Bzip2Size::Workspace& w) {
+  const size_t m = dense.size();
+  const uint32_t* d = dense.data();
+  bool resolved = true;
+  auto less = [&](uint32_t a, uint32_t b) {
+    size_t i = (a + from) % m, j = (b + from) % m;
+    for (size_t k = 0; k < kDirectTokens; ++k) {
+      if (d[i] != d[j]) return d[i] < d[j];
+      if (++i == m) i = 0;
+      if (++j == m) j = 0;
+    }
+    resolved = false;
+    return false;
+  };
+  for (const Span& g : w.tied) {
+    const auto first = w.sa.begin() + static_cast<std::ptrdiff_t>(g.start);
+    std::sort(first, first + static_cast<std::ptrdiff_t>(g.size), less);
+    if (!resolved) return false;
+  }
+  return true;
+}
+
 // Sorts the token rotations: sa = token indices in order of the cyclic token sequences that
-// start there. First a radix sort on the first K tokens packed into 32 bits (K = 3 for 8-bit
-// samples, 16 for bits), which leaves few ties on data with any entropy; then prefix doubling
-// (head = start of an element's group in sa, i.e. its rank among h-token prefixes), over the
-// tied groups only while they are few, over everything otherwise. Equal rotations (a
-// periodic block) end up adjacent in any order, which leaves the last column unchanged.
+// start there. First an LSD radix sort on the first K tokens packed into 32 bits (K = 4 for
+// 8-bit samples, 8 for 4-bit, 22 for bits) in digits of whole tokens, so every pass takes
+// its counts from one histogram (the keys are cyclic windows: each digit position sees
+// every window of its width once). The ties left are few on data with any entropy and are
+// ordered by comparing the following tokens directly; where that meets a long repeat,
+// prefix doubling (head = start of an element's group in sa, i.e. its rank among h-token
+// prefixes) finishes the job, over the tied groups only while they are few, over
+// everything otherwise. Equal rotations (a periodic block) end up adjacent in any order,
+// which leaves the last column unchanged.
 void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzip2Size::Workspace& w) {
   const size_t m = rank.size();
   // Dense ranks of the types present, and the bits one takes.
@@ -257,47 +288,66 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
   for (uint32_t& b : w.bucket) b = b ? distinct++ : 0;
   unsigned bits = 1;
   while ((1u << bits) < distinct) ++bits;
-  const size_t per_key = std::max<size_t>(1, std::min<size_t>(m, 32 / bits));
-  const unsigned key_bits = static_cast<unsigned>(per_key) * bits;
+  std::vector<uint32_t>& dense = w.dense;
+  dense.resize(m);
+  for (size_t i = 0; i < m; ++i) dense[i] = w.bucket[rank[i]];
+  // Digits of up to 11 bits holding whole tokens; as many digits as fit 32 bits.
+  constexpr unsigned kMaxDigitBits = 11;
+  const unsigned per_digit = bits >= kMaxDigitBits ? 1 : kMaxDigitBits / bits;
+  const unsigned digit_bits = per_digit * bits;
+  const unsigned passes = std::max(1u, 32 / digit_bits);
+  const size_t per_key = size_t{passes} * per_digit;
+  const unsigned key_bits = passes * digit_bits;
   // Keys as (prefix << 32 | index), the prefix rolled from the end: key(i) drops token
   // i + K from key(i + 1) and takes token i in front.
   std::vector<uint64_t>& keyed = w.keyed;
   keyed.resize(m);
   uint64_t prefix = 0;
-  for (size_t j = 0; j < per_key; ++j) prefix = (prefix << bits) | w.bucket[rank[(m - 1 + j) % m]];
+  for (size_t j = 0; j < per_key; ++j) prefix = (prefix << bits) | dense[(m - 1 + j) % m];
+  prefix &= (uint64_t{1} << key_bits) - 1;
   for (size_t i = m; i-- > 0;) {
-    if (i < m - 1) prefix = (uint64_t{w.bucket[rank[i]]} << (key_bits - bits)) | (prefix >> bits);
+    if (i < m - 1) prefix = (uint64_t{dense[i]} << (key_bits - bits)) | (prefix >> bits);
     keyed[i] = (prefix << 32) | i;
   }
-  // LSD radix sort on the prefix in as few passes of at most 11 bits as it takes, every
-  // pass's counts taken in one read.
-  constexpr unsigned kMaxDigitBits = 11;
-  const unsigned passes = (key_bits + kMaxDigitBits - 1) / kMaxDigitBits;
-  const unsigned digit_bits = (key_bits + passes - 1) / passes;
   const uint64_t digit_mask = (uint64_t{1} << digit_bits) - 1;
   std::vector<uint32_t>& count = w.radix_count;
-  count.assign(size_t{passes} << digit_bits, 0);
-  for (uint64_t x : keyed)
-    for (unsigned p = 0; p < passes; ++p) ++count[(size_t{p} << digit_bits) + ((x >> (32 + p * digit_bits)) & digit_mask)];
+  count.assign(size_t{1} << digit_bits, 0);
+  for (uint64_t x : keyed) ++count[(x >> 32) & digit_mask];
   w.keyed_tmp.resize(m);
+  std::vector<uint32_t>& start = w.radix_start;
+  start.resize(count.size());
   for (unsigned p = 0; p < passes; ++p) {
-    uint32_t* c = count.data() + (size_t{p} << digit_bits);
     uint32_t sum = 0;
     for (size_t b = 0; b <= digit_mask; ++b) {
-      const uint32_t here = c[b];
-      c[b] = sum;
-      sum += here;
+      start[b] = sum;
+      sum += count[b];
     }
     const unsigned shift = 32 + p * digit_bits;
-    for (uint64_t x : keyed) w.keyed_tmp[c[(x >> shift) & digit_mask]++] = x;
+    for (uint64_t x : keyed) w.keyed_tmp[start[(x >> shift) & digit_mask]++] = x;
     keyed.swap(w.keyed_tmp);
   }
   auto& sa = w.sa;
   sa.resize(m);
-  w.head.resize(m);
   for (size_t k = 0; k < m; ++k) sa[k] = static_cast<uint32_t>(keyed[k]);
+  // The groups of equal keys.
   w.tied.clear();
-  size_t tied_elements = split_groups(0, m, [&keyed](size_t k) { return keyed[k] >> 32; }, w, w.tied);
+  size_t tied_elements = 0;
+  for (size_t k = 1, first = 0; k <= m; ++k) {
+    if (k < m && keyed[k] >> 32 == keyed[k - 1] >> 32) continue;
+    if (k - first > 1) {
+      w.tied.push_back({first, k - first});
+      tied_elements += k - first;
+    }
+    first = k;
+  }
+  if (w.tied.empty() || (tied_elements <= m / 4 && order_ties_directly(per_key, dense, w))) return;
+  // A long repeat: group heads for every element, from the keys (sa may have been
+  // reordered within the groups, where the keys are equal).
+  w.head.resize(m);
+  for (size_t k = 0, first = 0; k < m; ++k) {
+    if (k > 0 && keyed[k] >> 32 != keyed[k - 1] >> 32) first = k;
+    w.head[sa[k]] = static_cast<uint32_t>(first);
+  }
 
   for (size_t h = per_key; !w.tied.empty() && h < m; h *= 2) {
     if (tied_elements > m / 4) {

@@ -109,6 +109,11 @@ QE_TEST(bzip2_size_matches_libbz2_on_constant_periodic_and_skewed_data) {
   std::vector<uint8_t> tens = random_samples(300000, 1, 11);
   for (auto& x : tens) x = x ? 20 : 10;
   same_as_libbz2("tens and twenties", tens, 5);
+  // Random data with a long repeat in one block: few ties, but two rotations that agree far
+  // beyond the tokens compared directly (the sort then falls back to prefix doubling).
+  std::vector<uint8_t> repeat = random_samples(100000, 8, 13);
+  std::copy(repeat.begin(), repeat.begin() + 3000, repeat.begin() + 60000);
+  same_as_libbz2("random with a 3,000-sample repeat", repeat, 5);
   // Digit strings longer than a sample's: the tokens a block's wrap-around can make.
   same_as_libbz2("long numbers", std::string("123 4567890123 45 12345678901234"), 1);
 }
