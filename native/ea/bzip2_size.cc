@@ -165,6 +165,13 @@ void make_code_lengths(uint8_t* length, const uint32_t* freq, int alpha, int max
   }
 }
 
+// Per token type, what the fill writes: the bucket of each suffix and the symbol before it.
+struct Fill {
+  uint32_t bucket[kMaxDigits + 1];
+  uint8_t before[kMaxDigits + 1];
+  uint8_t positions;  // digits + 1 (the space)
+};
+
 }  // namespace
 
 // Buffers reused across calls (a shuffle's text is ~3.6 MB).
@@ -181,6 +188,7 @@ struct Bzip2Size::Workspace {
   std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;  // per 50 coded symbols
   std::vector<uint8_t> selector;
   std::vector<TokenType> long_types;
+  std::vector<Fill> fill_rows;
   bool in_use[kChars];
 };
 
@@ -242,6 +250,16 @@ size_t split_groups(size_t from, size_t to, Key key, Bzip2Size::Workspace& w, st
   return in_ties;
 }
 
+// An entry of the sorted rotations as the fill reads it: the rotation's index and the dense
+// rank of the token before it.
+constexpr uint32_t kIndexBits = 20, kIndexMask = (1u << kIndexBits) - 1, kBeforeMask = (1u << (32 - kIndexBits)) - 1;
+inline uint32_t sorted_entry(size_t i, const std::vector<uint32_t>& dense) {
+  const size_t before = i == 0 ? dense.size() - 1 : i - 1;
+  return (dense[before] << kIndexBits) | static_cast<uint32_t>(i);
+}
+
+void prefix_doubling(size_t h0, size_t tied_elements, Bzip2Size::Workspace& w);
+
 // Orders the tied groups of sa (equal in their first `from` tokens) by comparing the tokens
 // after that directly, at most kDirectTokens of them: on data with any entropy two
 // rotations differ within a few tokens, and no group ranks need computing. False, with sa
@@ -298,8 +316,10 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
   const unsigned passes = std::max(1u, 32 / digit_bits);
   const size_t per_key = size_t{passes} * per_digit;
   const unsigned key_bits = passes * digit_bits;
-  // Keys as (prefix << 32 | index), the prefix rolled from the end: key(i) drops token
-  // i + K from key(i + 1) and takes token i in front.
+  // Keys as (prefix << 32 | the token before | index), the prefix rolled from the end:
+  // key(i) drops token i + K from key(i + 1) and takes token i in front. The token before
+  // rides along so the fill reads it in sa order without a random access per rotation.
+  if (m > kIndexMask + 1 || distinct > kBeforeMask + 1) throw std::logic_error("bzip2 size: block too large for the rotation sort");
   std::vector<uint64_t>& keyed = w.keyed;
   keyed.resize(m);
   uint64_t prefix = 0;
@@ -307,7 +327,7 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
   prefix &= (uint64_t{1} << key_bits) - 1;
   for (size_t i = m; i-- > 0;) {
     if (i < m - 1) prefix = (uint64_t{dense[i]} << (key_bits - bits)) | (prefix >> bits);
-    keyed[i] = (prefix << 32) | i;
+    keyed[i] = (prefix << 32) | sorted_entry(i, dense);
   }
   const uint64_t digit_mask = (uint64_t{1} << digit_bits) - 1;
   std::vector<uint32_t>& count = w.radix_count;
@@ -328,7 +348,7 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
   }
   auto& sa = w.sa;
   sa.resize(m);
-  for (size_t k = 0; k < m; ++k) sa[k] = static_cast<uint32_t>(keyed[k]);
+  for (size_t k = 0; k < m; ++k) sa[k] = static_cast<uint32_t>(keyed[k]) & kIndexMask;
   // The groups of equal keys.
   w.tied.clear();
   size_t tied_elements = 0;
@@ -340,7 +360,12 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
     }
     first = k;
   }
-  if (w.tied.empty() || (tied_elements <= m / 4 && order_ties_directly(per_key, dense, w))) return;
+  if (w.tied.empty()) return;
+  if (tied_elements <= m / 4 && order_ties_directly(per_key, dense, w)) {
+    for (const Span& g : w.tied)
+      for (size_t k = g.start; k < g.start + g.size; ++k) keyed[k] = (keyed[k] & ~uint64_t{0xFFFFFFFF}) | sorted_entry(sa[k], dense);
+    return;
+  }
   // A long repeat: group heads for every element, from the keys (sa may have been
   // reordered within the groups, where the keys are equal).
   w.head.resize(m);
@@ -348,8 +373,17 @@ void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzi
     if (k > 0 && keyed[k] >> 32 != keyed[k - 1] >> 32) first = k;
     w.head[sa[k]] = static_cast<uint32_t>(first);
   }
+  prefix_doubling(per_key, tied_elements, w);
+  for (size_t k = 0; k < m; ++k) keyed[k] = sorted_entry(sa[k], dense);
+}
 
-  for (size_t h = per_key; !w.tied.empty() && h < m; h *= 2) {
+// Prefix doubling from h-token groups (sa, head, tied) to the full order.
+void prefix_doubling(size_t h0, size_t tied_elements, Bzip2Size::Workspace& w) {
+  auto& sa = w.sa;
+  auto& keyed = w.keyed;
+  const size_t m = sa.size();
+
+  for (size_t h = h0; !w.tied.empty() && h < m; h *= 2) {
     if (tied_elements > m / 4) {
       // Many ties (little entropy): a whole round is cheaper than sorting groups.
       const size_t groups = doubling_round(h, w);
@@ -513,11 +547,6 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   }
   for (size_t k = 0; k < types; ++k) bucket[k + 1] += bucket[k];
   // Per type, the bucket of each suffix and the symbol before it, so the fill reads one row.
-  struct Fill {
-    uint32_t bucket[kMaxDigits + 1];
-    uint8_t before[kMaxDigits + 1];
-    uint8_t positions;
-  };
   std::vector<Fill> fill(types);
   for (uint32_t t = 0; t < types; ++t) {
     if (tokens_of_type[t] == 0) continue;
@@ -544,15 +573,18 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
     spill_at += tokens_of_type[t] * static_cast<uint32_t>(3 - std::min<size_t>(3, digits));
     for (size_t d = digits; d < 3; ++d) fill[t].bucket[d] = spill;
   }
+  // The rows by the dense rank the sort carries for the token before each rotation.
+  std::vector<Fill>& by_dense = w.fill_rows;
+  by_dense.resize(types);
+  for (uint32_t t = 0; t < types; ++t)
+    if (tokens_of_type[t] > 0) by_dense[w.bucket[rank_of[t]]] = fill[t];
   w.symbols.resize(n + 2 * m + 4);
   uint8_t* last = w.symbols.data();
-  const uint32_t* type = w.token_type.data();
+  const uint64_t* sorted = w.keyed.data();
   for (size_t k = 0; k < m; ++k) {
-    const size_t next = w.sa[k];
-    const uint32_t t = type[next == 0 ? m - 1 : next - 1];
-    const Fill& f = fill[t];
+    const Fill& f = by_dense[static_cast<uint32_t>(sorted[k]) >> kIndexBits];
     last[k] = f.before[f.positions - 1];
-    if (t >= kShortTypes) [[unlikely]] {
+    if (f.positions > 4) [[unlikely]] {
       for (size_t d = 0; d + 1 < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
       continue;
     }
