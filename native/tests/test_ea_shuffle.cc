@@ -1,6 +1,6 @@
 // The permutation test's shuffle must make every permutation equally likely. Checked by
-// counting every permutation of 5 (and 4) elements over many shuffles (chi-square), and the
-// final position of one element of a large input.
+// counting every permutation of 5 (and 4) elements over many shuffles (chi-square), the
+// final position of one element of a large input, and of the ends of a 64-step batch.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -54,8 +54,12 @@ QE_TEST(shuffle_makes_every_permutation_equally_likely) {
   every_permutation_equally_likely(4);
 }
 
-QE_TEST(shuffle_sends_an_element_anywhere_and_keeps_the_rest) {
-  std::vector<uint8_t> data(100000);
+namespace {
+
+// Both paths (AVX2 batches where the CPU has it, and the portable one), on an input long
+// enough for many batches plus a tail.
+void sends_an_element_anywhere_and_keeps_the_rest(void (*shuffle)(std::vector<uint8_t>&, qe::ea::Xoshiro&)) {
+  std::vector<uint8_t> data(100003);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i % 200);
   data[0] = 255;  // the one element tracked
   std::vector<uint8_t> sorted = data;
@@ -63,7 +67,7 @@ QE_TEST(shuffle_sends_an_element_anywhere_and_keeps_the_rest) {
   qe::ea::Xoshiro g = seeded(7);
   std::vector<long> decile(10, 0);
   for (int i = 0; i < 4000; ++i) {
-    qe::ea::shuffle(data, g);
+    shuffle(data, g);
     const size_t at = static_cast<size_t>(std::find(data.begin(), data.end(), 255) - data.begin());
     ++decile[at * 10 / data.size()];
   }
@@ -71,4 +75,35 @@ QE_TEST(shuffle_sends_an_element_anywhere_and_keeps_the_rest) {
   std::vector<uint8_t> now = data;
   std::sort(now.begin(), now.end());
   CHECK(now == sorted);
+}
+
+// Every position of a 67-element input (one batch of 64 and a tail of 3) equally likely for
+// its first and last elements.
+void first_and_last_go_anywhere(void (*shuffle)(std::vector<uint8_t>&, qe::ea::Xoshiro&)) {
+  constexpr size_t n = 67;
+  std::vector<uint8_t> data(n);
+  qe::ea::Xoshiro g = seeded(11);
+  std::vector<long> first(n, 0), last(n, 0);
+  for (int i = 0; i < 67000; ++i) {
+    for (size_t k = 0; k < n; ++k) data[k] = static_cast<uint8_t>(k);
+    shuffle(data, g);
+    for (size_t k = 0; k < n; ++k) {
+      if (data[k] == 0) ++first[k];
+      if (data[k] == n - 1) ++last[k];
+    }
+  }
+  CHECK(uniformity_p(first) > 1e-4);
+  CHECK(uniformity_p(last) > 1e-4);
+}
+
+}  // namespace
+
+QE_TEST(shuffle_sends_an_element_anywhere_and_keeps_the_rest) {
+  sends_an_element_anywhere_and_keeps_the_rest(qe::ea::shuffle);
+  sends_an_element_anywhere_and_keeps_the_rest(qe::ea::detail::shuffle_portable);
+}
+
+QE_TEST(shuffle_sends_the_ends_of_a_batch_anywhere) {
+  first_and_last_go_anywhere(qe::ea::shuffle);
+  first_and_last_go_anywhere(qe::ea::detail::shuffle_portable);
 }
