@@ -642,13 +642,14 @@ const RunCodes& run_codes() {
 using Lanes = int8_t __attribute__((vector_size(kAlphabetSlots)));  // signed: one-instruction compare
 
 inline __attribute__((always_inline)) void mtf_indices_body(const uint8_t* symbols, size_t n, int used, uint8_t* index) {
-  Lanes initial, clear[kAlphabetSlots];
+  Lanes initial, clear[kAlphabetSlots], splat[kAlphabetSlots];  // splat[s]: s in every lane
   for (size_t s = 0; s < kAlphabetSlots; ++s) {
     initial[s] = static_cast<int8_t>(s < static_cast<size_t>(used) ? s : 0x7F);  // unused lanes never move
     for (size_t k = 0; k < kAlphabetSlots; ++k) clear[s][k] = static_cast<int8_t>(k == s ? 0 : -1);
+    splat[s] = Lanes{} + static_cast<int8_t>(s);
   }
-  auto step = [&clear](Lanes& position, uint8_t s) {
-    const Lanes here = __builtin_shuffle(position, Lanes{} + static_cast<int8_t>(s));
+  auto step = [&clear, &splat](Lanes& position, uint8_t s) {
+    const Lanes here = __builtin_shuffle(position, splat[s]);
     // Lane s is cleared off the chain through `here`; it compares equal, so it stays 0.
     position = (position & clear[s]) - (position < here);  // true lanes are -1: adds one
     return static_cast<uint8_t>(here[0]);
