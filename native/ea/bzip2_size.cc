@@ -1025,7 +1025,9 @@ std::optional<size_t> Bzip2Size::model_of_decimal_samples(const uint8_t* samples
       if (!naive_last_column(text + a, b.size, w)) return std::nullopt;
     } else {
       const size_t last = static_cast<size_t>(std::upper_bound(at_begin, at_begin + n + 1, e) - at_begin) - 1;
-      for (size_t i = first + 1; i < last; ++i) w.token_type.push_back(table.type[samples[i]]);
+      w.token_type.resize(last > first + 1 ? last - first - 1 : 0);
+      uint32_t* type_of = w.token_type.data();
+      for (size_t i = first + 1; i < last; ++i) *type_of++ = table.type[samples[i]];
       char junction[2 * 3 + 1];
       const size_t tail = e - w.token_at[last], head = first_space - a;
       std::memcpy(junction, text + w.token_at[last], tail);
