@@ -181,7 +181,7 @@ struct Bzip2Size::Workspace {
   std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
   std::vector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
-  std::vector<uint32_t> token_type, rank, sa, next_sa, head, next_head, cursor, bucket;
+  std::vector<uint32_t> token_type, sa, next_sa, head, next_head, cursor;
   std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
   std::vector<uint32_t> radix_count, radix_start, dense;
   std::vector<Span> tied, next_tied;      // groups of sa not yet in order
@@ -297,18 +297,12 @@ bool order_ties_directly(size_t from, const std::vector<uint32_t>& dense, Bzip2S
 // prefixes) finishes the job, over the tied groups only while they are few, over
 // everything otherwise. Equal rotations (a periodic block) end up adjacent in any order,
 // which leaves the last column unchanged.
-void sort_token_rotations(const std::vector<uint32_t>& rank, uint32_t ranks, Bzip2Size::Workspace& w) {
-  const size_t m = rank.size();
-  // Dense ranks of the types present, and the bits one takes.
-  w.bucket.assign(ranks, 0);
-  for (uint32_t r : rank) w.bucket[r] = 1;
-  uint32_t distinct = 0;
-  for (uint32_t& b : w.bucket) b = b ? distinct++ : 0;
-  unsigned bits = 1;
+//
+// dense holds each token's rank among the `distinct` types present, in string order.
+void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct, Bzip2Size::Workspace& w) {
+  const size_t m = dense.size();
+  unsigned bits = 1;  // what a rank takes
   while ((1u << bits) < distinct) ++bits;
-  std::vector<uint32_t>& dense = w.dense;
-  dense.resize(m);
-  for (size_t i = 0; i < m; ++i) dense[i] = w.bucket[rank[i]];
   // Digits of up to 11 bits holding whole tokens; as many digits as fit 32 bits.
   constexpr unsigned kMaxDigitBits = 11;
   const unsigned per_digit = bits >= kMaxDigitBits ? 1 : kMaxDigitBits / bits;
@@ -523,14 +517,19 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   std::vector<uint32_t> rank_of(types);
   for (uint32_t k = 0; k < types; ++k) rank_of[order[k]] = k;
 
+  // Each token's rank among the types present (dense ranks: the sort packs them in keys).
   const size_t m = w.token_type.size();
-  w.rank.resize(m);
-  for (size_t t = 0; t < m; ++t) w.rank[t] = rank_of[w.token_type[t]];
-  sort_token_rotations(w.rank, static_cast<uint32_t>(types), w);
-
-  // Characters in use, and their symbol numbers (bzip2 numbers only the bytes that occur).
   std::vector<uint32_t> tokens_of_type(types, 0);
   for (uint32_t t : w.token_type) ++tokens_of_type[t];
+  std::vector<uint32_t> dense_of(types, 0);
+  uint32_t distinct = 0;
+  for (uint32_t k = 0; k < types; ++k)
+    if (tokens_of_type[order[k]] > 0) dense_of[order[k]] = distinct++;
+  w.dense.resize(m);
+  for (size_t t = 0; t < m; ++t) w.dense[t] = dense_of[w.token_type[t]];
+  sort_token_rotations(w.dense, distinct, w);
+
+  // Characters in use, and their symbol numbers (bzip2 numbers only the bytes that occur).
   std::fill(std::begin(w.in_use), std::end(w.in_use), false);
   w.in_use[0] = true;  // every token ends in a space
   for (uint32_t t = 0; t < types; ++t)
@@ -577,7 +576,7 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   std::vector<Fill>& by_dense = w.fill_rows;
   by_dense.resize(types);
   for (uint32_t t = 0; t < types; ++t)
-    if (tokens_of_type[t] > 0) by_dense[w.bucket[rank_of[t]]] = fill[t];
+    if (tokens_of_type[t] > 0) by_dense[dense_of[t]] = fill[t];
   w.symbols.resize(n + 2 * m + 4);
   uint8_t* last = w.symbols.data();
   const uint64_t* sorted = w.keyed.data();
