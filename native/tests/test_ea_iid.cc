@@ -2,7 +2,9 @@
 // value estimates, chi-square statistics, degrees of freedom and P-values, the longest
 // repeated substring test and the 19 unpermuted statistics) to 1e-6. The shuffle counts are
 // random by design; the permutation test is checked on its verdicts instead.
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -64,7 +66,63 @@ qe::ea::IidResult shuffled(const std::vector<uint8_t>& data, unsigned threads, u
   return qe::ea::assess_iid(s, opt);
 }
 
+// The run statistics (§5.1.2-6) by their definitions, one element at a time: the number of
+// runs and the longest run of the bits bit(0) .. bit(length - 1).
+template <typename Bit>
+std::pair<double, double> runs_by_definition(size_t length, Bit bit) {
+  if (length == 0) return {0, 0};
+  double runs = 1, longest = 1, run = 1;
+  for (size_t i = 1; i < length; ++i) {
+    if (bit(i) == bit(i - 1)) {
+      longest = std::max(longest, ++run);
+    } else {
+      ++runs;
+      run = 1;
+    }
+  }
+  return {runs, longest};
+}
+
+// Non-binary symbols: directional runs (statistics 1-3) and runs about the median (4-5).
+void runs_match_their_definitions(const std::string& what, const std::vector<uint8_t>& v, double median) {
+  const size_t n = v.size();
+  double sum = 0;
+  for (uint8_t x : v) sum += x;
+  const auto t = qe::ea::permutation_statistics(v.data(), v.data(), n, 256, sum / static_cast<double>(n), median);
+  const auto up = [&](size_t i) { return v[i] <= v[i + 1]; };
+  const auto [runs, longest] = runs_by_definition(n - 1, up);
+  double ups = 0;
+  for (size_t i = 0; i + 1 < n; ++i) ups += up(i);
+  CHECK_EQ(t[1], runs);
+  CHECK_EQ(t[2], longest);
+  CHECK_EQ(t[3], std::max(ups, static_cast<double>(n - 1) - ups));
+  const auto [median_runs, median_longest] = runs_by_definition(n, [&](size_t i) { return v[i] < median; });
+  if (t[4] != median_runs || t[5] != median_longest) qe::check::fail(__FILE__, __LINE__, what + ": median runs differ");
+}
+
 }  // namespace
+
+QE_TEST(ea_iid_run_statistics_match_their_definitions) {
+  // Lengths around the 64-bit words the runs are counted in, runs that cross words, one run
+  // over everything, and medians of 0, a half and 255.
+  std::mt19937 rng(5);
+  for (size_t n : {2, 3, 63, 64, 65, 127, 128, 129, 1000, 4099}) {
+    std::vector<uint8_t> v(n);
+    for (auto& x : v) x = static_cast<uint8_t>(rng() % 7);
+    runs_match_their_definitions("random length " + std::to_string(n), v, 3);
+    runs_match_their_definitions("random length " + std::to_string(n) + ", median 2.5", v, 2.5);
+  }
+  std::vector<uint8_t> blocks(1000);
+  for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<uint8_t>((i / 150) % 2 ? 200 : 10);
+  runs_match_their_definitions("runs of 150", blocks, 100);
+  runs_match_their_definitions("constant", std::vector<uint8_t>(300, 9), 9);
+  std::vector<uint8_t> mostly_zero(500, 0);
+  for (size_t i = 0; i < mostly_zero.size(); i += 3) mostly_zero[i] = 4;
+  runs_match_their_definitions("median 0", mostly_zero, 0);
+  std::vector<uint8_t> high(300, 255);
+  high[7] = 254;
+  runs_match_their_definitions("median 255", high, 255);
+}
 
 QE_TEST(ea_iid_short_file_deterministic_values) { check_file("rand8_short"); }
 
