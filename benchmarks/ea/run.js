@@ -64,9 +64,14 @@ function ours(track, file, threads) {
   if (track !== 'iid') return { seconds: r.seconds, h: j.non_iid.h_assessed, verdict: '' };
   // Shuffles run, and how many of them computed the compression statistic (its counts).
   const perms = r.runs.map((x) => JSON.parse(x.out).iid.permutation);
-  const shuffles = mean(perms.map((p) => p.shuffles));
-  const compressions = mean(perms.map((p) => p.statistics.compression.counts.reduce((a, c) => a + c, 0)));
-  return { seconds: r.mean, h: j.iid.h_assessed, verdict: j.iid.passed ? 'IID' : 'not IID', shuffles, compressions };
+  const work = perms.map((p, i) => ({
+    seconds: r.runs[i].seconds,
+    shuffles: p.shuffles,
+    compressions: p.statistics.compression.counts.reduce((a, c) => a + c, 0),
+  }));
+  const shuffles = mean(work.map((w) => w.shuffles));
+  const compressions = mean(work.map((w) => w.compressions));
+  return { seconds: r.mean, h: j.iid.h_assessed, verdict: j.iid.passed ? 'IID' : 'not IID', shuffles, compressions, work };
 }
 
 function nist(track, file, threads) {
@@ -77,20 +82,52 @@ function nist(track, file, threads) {
   const m = /Assessed min entropy: (\S+)/.exec(r.out) ?? /min\(H_original, \d+ X H_bitstring\): (\S+)/.exec(r.out) ?? /^H_original: (\S+)/m.exec(r.out);
   if (track !== 'iid') return { seconds: r.seconds, h: m ? Number(m[1]) : NaN, verdict: '' };
   // The compression statistic's three counts are in its results table.
-  const shuffles = mean(r.runs.map((x) => Math.round(Number([...x.out.matchAll(/([\d.]+)% of Permutation test rounds/g)].pop()?.[1] ?? NaN) * 100)));
-  const compressions = mean(
-    r.runs.map((x) => {
-      const c = /^\s*compression\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(x.out);
-      return c ? Number(c[1]) + Number(c[2]) + Number(c[3]) : NaN;
-    }),
-  );
+  const work = r.runs.map((x) => {
+    const c = /^\s*compression\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(x.out);
+    return {
+      seconds: x.seconds,
+      shuffles: Math.round(Number([...x.out.matchAll(/([\d.]+)% of Permutation test rounds/g)].pop()?.[1] ?? NaN) * 100),
+      compressions: c ? Number(c[1]) + Number(c[2]) + Number(c[3]) : NaN,
+    };
+  });
   return {
     seconds: r.mean,
     h: m ? Number(m[1]) : NaN,
     verdict: /IID permutation tests: Passed|Passed IID permutation tests/.test(r.out) ? 'IID' : 'not IID',
-    shuffles,
-    compressions,
+    shuffles: mean(work.map((w) => w.shuffles)),
+    compressions: mean(work.map((w) => w.compressions)),
+    work,
   };
+}
+
+// IID at equal work. Each run's time is close to fixed + a x compressions + b x shuffles, and
+// how many of each the counting rule asks for is random, so a mean over a few runs says as
+// much about the draws as about the tool. Fitting a and b per tool (least squares over its
+// runs) and pricing both tools at the same work, the mean counts of all runs of both, takes
+// the draws out. Needs runs whose counts differ; null when the fit is not usable.
+function fitWork(runs) {
+  if (runs.length < 4 || runs.some((w) => !Number.isFinite(w.shuffles) || !Number.isFinite(w.compressions))) return null;
+  // Normal equations for seconds ~ f + a C + b S, solved by Cramer's rule.
+  const rows = runs.map((w) => [1, w.compressions, w.shuffles]);
+  const m = [0, 1, 2].map((i) => [0, 1, 2].map((j) => rows.reduce((s, r) => s + r[i] * r[j], 0)));
+  const v = [0, 1, 2].map((i) => rows.reduce((s, r, k) => s + r[i] * runs[k].seconds, 0));
+  const det = (x) =>
+    x[0][0] * (x[1][1] * x[2][2] - x[1][2] * x[2][1]) - x[0][1] * (x[1][0] * x[2][2] - x[1][2] * x[2][0]) + x[0][2] * (x[1][0] * x[2][1] - x[1][1] * x[2][0]);
+  const d = det(m);
+  if (Math.abs(d) < 1e-9) return null;
+  const [f, a, b] = [0, 1, 2].map((c) => det(m.map((row, i) => row.map((x, j) => (j === c ? v[i] : x)))) / d);
+  return a > 0 && b > 0 ? { f, a, b } : null;
+}
+
+function equalWork(o, n) {
+  const ours = fitWork(o.work);
+  const theirs = fitWork(n.work);
+  if (!ours || !theirs) return null;
+  const all = [...o.work, ...n.work];
+  const c = mean(all.map((w) => w.compressions));
+  const s = mean(all.map((w) => w.shuffles));
+  const price = (x) => x.f + x.a * c + x.b * s;
+  return { c, s, ours, theirs, speedup: price(theirs) / price(ours), ourSeconds: price(ours), theirSeconds: price(theirs) };
 }
 
 const files = [
@@ -119,14 +156,25 @@ for (const track of tracks) {
       // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
       // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
       const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
+      let nistWork = null;
       if (!skipNist) {
         const n = nist(track, file, threads);
+        nistWork = n.work ? n : null;
         nistCell = `${n.seconds.toFixed(2)} s`;
         speed = `${(n.seconds / o.seconds).toFixed(1)}x`;
         agree = `${o.h.toFixed(6)} / ${n.h.toFixed(6)} ${o.verdict}${o.verdict ? ` / ${n.verdict}` : ''}`;
         if (track === 'iid') agree += `; shuffles ${o.shuffles.toFixed(0)} / ${n.shuffles.toFixed(0)}, compressions ${o.compressions.toFixed(0)} / ${n.compressions.toFixed(0)}`;
       }
       console.log(`${pad(key, 22)}${lpad(threads, 8)}${lpad(`${o.seconds.toFixed(2)} s`, 11)}${lpad(nistCell, 12)}${lpad(speed, 10)}   ${agree}`);
+      // NIST's shuffle count is a real count with one thread only (see benchmarks/README.md).
+      const e = track === 'iid' && threads === 1 && nistWork ? equalWork(o, nistWork) : null;
+      if (e) {
+        const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
+        console.log(
+          `${pad(`  at equal work`, 22)}${lpad(threads, 8)}${lpad(`${e.ourSeconds.toFixed(2)} s`, 11)}${lpad(`${e.theirSeconds.toFixed(2)} s`, 12)}${lpad(`${e.speedup.toFixed(1)}x`, 10)}` +
+            `   ${e.c.toFixed(0)} compressions, ${e.s.toFixed(0)} shuffles; per compression ${ms(e.ours.a)} / ${ms(e.theirs.a)}, per shuffle ${ms(e.ours.b)} / ${ms(e.theirs.b)}`,
+        );
+      }
     }
   }
 }
