@@ -26,15 +26,6 @@ inline uint32_t below32(uint32_t bits, uint64_t bound, Xoshiro& rng) {
   return static_cast<uint32_t>(m >> 32);
 }
 
-// Finishes a vector draw whose low half (fraction) fell under bound: its high half is the
-// answer unless the fraction is under 2^32 mod bound, then new draws as in below32.
-uint32_t below32(uint32_t fraction, uint32_t high, uint64_t bound, Xoshiro& rng) {
-  const auto threshold = static_cast<uint32_t>((uint64_t{1} << 32) % bound);
-  uint64_t m = (uint64_t{high} << 32) | fraction;
-  while (static_cast<uint32_t>(m) < threshold) m = (rng.next() >> 32) * bound;
-  return static_cast<uint32_t>(m >> 32);
-}
-
 // The same for bounds past 2^32, with full-width draws.
 uint64_t below64(uint64_t bound, Xoshiro& rng) {
   uint128 m = static_cast<uint128>(rng.next()) * bound;
@@ -44,7 +35,6 @@ uint64_t below64(uint64_t bound, Xoshiro& rng) {
   }
   return static_cast<uint64_t>(m >> 64);
 }
-
 
 // One Fisher-Yates step at a time down to position `stop`: position i - 1 swaps with one
 // drawn from [0, i), two positions per generator call. Returns where it stopped.
@@ -65,6 +55,15 @@ size_t shuffle_steps(uint8_t* a, size_t i, size_t stop, Xoshiro& rng) {
 }
 
 #if defined(__x86_64__)
+// Finishes a vector draw whose low half (fraction) fell under bound: its high half is the
+// answer unless the fraction is under 2^32 mod bound, then new draws as in below32.
+uint32_t below32(uint32_t fraction, uint32_t high, uint64_t bound, Xoshiro& rng) {
+  const auto threshold = static_cast<uint32_t>((uint64_t{1} << 32) % bound);
+  uint64_t m = (uint64_t{high} << 32) | fraction;
+  while (static_cast<uint32_t>(m) < threshold) m = (rng.next() >> 32) * bound;
+  return static_cast<uint32_t>(m >> 32);
+}
+
 // The same steps in batches of 64 with AVX2: the 64 positions are drawn first, from four
 // xoshiro256** streams (seeded from rng) run in the lanes of vector registers, each 64-bit
 // output giving two 32-bit draws and Lemire's multiplies done four at a time; then the 64
