@@ -11,19 +11,22 @@
 namespace qe::ea {
 namespace {
 
-
 __extension__ typedef unsigned __int128 uint128;  // GCC/Clang: the 64x64->128 product
 
-// Uniform in [0, bound) for bound ≤ 2^32, from the 32 random bits in `bits` (more drawn from
-// rng in the rare case of a rejection): the high half of bits x bound, rejecting the draws
-// whose low half falls under 2^32 mod bound.
-inline uint32_t below32(uint32_t bits, uint64_t bound, Xoshiro& rng) {
-  uint64_t m = bits * bound;
-  if (static_cast<uint32_t>(m) < bound) {
-    const auto threshold = static_cast<uint32_t>((uint64_t{1} << 32) % bound);
-    while (static_cast<uint32_t>(m) < threshold) m = (rng.next() >> 32) * bound;
-  }
+// Lemire's rejection test, for a product m = draw x bound (bound ≤ 2^32) whose low half
+// fell under bound: its high half is the answer unless the low half is under 2^32 mod bound,
+// then new draws from rng.
+uint32_t finish_below32(uint64_t m, uint64_t bound, Xoshiro& rng) {
+  const auto threshold = static_cast<uint32_t>((uint64_t{1} << 32) % bound);
+  while (static_cast<uint32_t>(m) < threshold) m = (rng.next() >> 32) * bound;
   return static_cast<uint32_t>(m >> 32);
+}
+
+// Uniform in [0, bound) for bound ≤ 2^32, from the 32 random bits in `bits` (more drawn from
+// rng in the rare case of a rejection): the high half of bits x bound.
+inline uint32_t below32(uint32_t bits, uint64_t bound, Xoshiro& rng) {
+  const uint64_t m = bits * bound;
+  return static_cast<uint32_t>(m) < bound ? finish_below32(m, bound, rng) : static_cast<uint32_t>(m >> 32);
 }
 
 // The same for bounds past 2^32, with full-width draws.
@@ -55,20 +58,11 @@ size_t shuffle_steps(uint8_t* a, size_t i, size_t stop, Xoshiro& rng) {
 }
 
 #if defined(__x86_64__)
-// Finishes a vector draw whose low half (fraction) fell under bound: its high half is the
-// answer unless the fraction is under 2^32 mod bound, then new draws as in below32.
-uint32_t below32(uint32_t fraction, uint32_t high, uint64_t bound, Xoshiro& rng) {
-  const auto threshold = static_cast<uint32_t>((uint64_t{1} << 32) % bound);
-  uint64_t m = (uint64_t{high} << 32) | fraction;
-  while (static_cast<uint32_t>(m) < threshold) m = (rng.next() >> 32) * bound;
-  return static_cast<uint32_t>(m >> 32);
-}
-
 // The same steps in batches of 64 with AVX2: the 64 positions are drawn first, from four
 // xoshiro256** streams (seeded from rng) run in the lanes of vector registers, each 64-bit
 // output giving two 32-bit draws and Lemire's multiplies done four at a time; then the 64
 // swaps run. A draw whose low product half falls under its bound goes through the
-// rejection test alone (below32). The swaps, random accesses into a 1 MB array, stay the
+// rejection test alone (finish_below32). The swaps, random accesses into a 1 MB array, stay the
 // bulk of the time; the draws go from about a third of it to a tenth.
 constexpr size_t kBatch = 64;
 
@@ -114,8 +108,7 @@ __attribute__((target("avx2"))) size_t shuffle_in_batches(uint8_t* a, size_t i, 
     if (draw_batch(s, i, product)) [[unlikely]] {
       for (size_t k = 0; k < kBatch; ++k) {
         const uint64_t bound = i - k;
-        const auto fraction = static_cast<uint32_t>(product[k]);
-        if (fraction < bound) product[k] = uint64_t{below32(fraction, static_cast<uint32_t>(product[k] >> 32), bound, rng)} << 32;
+        if (static_cast<uint32_t>(product[k]) < bound) product[k] = uint64_t{finish_below32(product[k], bound, rng)} << 32;
       }
     }
     for (size_t k = 0; k < kBatch; ++k) std::swap(a[i - 1 - k], a[product[k] >> 32]);
