@@ -24,6 +24,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/cpu.h"  // QE_POPCNT_CLONES
 #include "ea/bzip2_size.h"
 #include "ea/ea.h"
 #include "ea/parallel.h"
@@ -227,7 +228,7 @@ inline size_t longest_ones(uint64_t y) {
   return k;
 }
 
-BitRuns runs_of_bits(const uint64_t* words, size_t length) {
+QE_POPCNT_CLONES BitRuns runs_of_bits(const uint64_t* words, size_t length) {
   if (length == 0) return {0, 0, 0};
   size_t ones = 0, changes = 0, longest = 0, carry = 0;  // carry: the run reaching the word's start
   bool carry_bit = false;
