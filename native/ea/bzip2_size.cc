@@ -182,7 +182,7 @@ struct Bzip2Size::Workspace {
   std::vector<char> rotated;
   std::vector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
   std::vector<uint32_t> token_type, sa, next_sa, head, next_head, cursor;
-  std::vector<uint64_t> keyed, keyed_tmp;  // (sort key << 32 | token index)
+  std::vector<uint64_t> keyed, keyed_tmp;  // sorted rotations: (key << 32 | token before << 20 | index)
   std::vector<uint32_t> radix_count, radix_start, dense;
   std::vector<Span> tied, next_tied;      // groups of sa not yet in order
   std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;  // per 50 coded symbols
@@ -193,7 +193,6 @@ struct Bzip2Size::Workspace {
 };
 
 namespace {
-
 
 // One prefix-doubling round over the whole array (Manber-Myers with group heads): from sa
 // and head ordered by h-token prefixes to the order by 2h-token prefixes. Returns the number
@@ -231,11 +230,12 @@ size_t doubling_round(size_t h, Bzip2Size::Workspace& w) {
   return groups;
 }
 
-// Splits sa[from, to), already in order of key(k), into its runs of equal key: each element's
-// head becomes its run's start, and runs of two or more are added to `tied`. Returns how many
-// elements those hold.
+// Splits sa[from, to), already in order of key(k), into its runs of equal key: runs of two
+// or more are added to `tied`, and with heads on, each element's head becomes its run's
+// start. Returns how many elements the runs added hold.
+enum class Heads { off, on };
 template <typename Key>
-size_t split_groups(size_t from, size_t to, Key key, Bzip2Size::Workspace& w, std::vector<Span>& tied) {
+size_t split_groups(size_t from, size_t to, Key key, Heads heads, Bzip2Size::Workspace& w, std::vector<Span>& tied) {
   size_t in_ties = 0;
   for (size_t k = from, start = from; k <= to; ++k) {
     if (k == to || (k > from && key(k) != key(k - 1))) {
@@ -245,7 +245,7 @@ size_t split_groups(size_t from, size_t to, Key key, Bzip2Size::Workspace& w, st
       }
       start = k;
     }
-    if (k < to) w.head[w.sa[k]] = static_cast<uint32_t>(start);
+    if (heads == Heads::on && k < to) w.head[w.sa[k]] = static_cast<uint32_t>(start);
   }
   return in_ties;
 }
@@ -343,30 +343,21 @@ void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct,
   auto& sa = w.sa;
   sa.resize(m);
   for (size_t k = 0; k < m; ++k) sa[k] = static_cast<uint32_t>(keyed[k]) & kIndexMask;
-  // The groups of equal keys.
+  // The groups of equal keys (no heads yet: a random write per rotation, needed only below).
+  const auto prefix_of = [&keyed](size_t k) { return keyed[k] >> 32; };
   w.tied.clear();
-  size_t tied_elements = 0;
-  for (size_t k = 1, first = 0; k <= m; ++k) {
-    if (k < m && keyed[k] >> 32 == keyed[k - 1] >> 32) continue;
-    if (k - first > 1) {
-      w.tied.push_back({first, k - first});
-      tied_elements += k - first;
-    }
-    first = k;
-  }
+  size_t tied_elements = split_groups(0, m, prefix_of, Heads::off, w, w.tied);
   if (w.tied.empty()) return;
   if (tied_elements <= m / 4 && order_ties_directly(per_key, dense, w)) {
     for (const Span& g : w.tied)
       for (size_t k = g.start; k < g.start + g.size; ++k) keyed[k] = (keyed[k] & ~uint64_t{0xFFFFFFFF}) | sorted_entry(sa[k], dense);
     return;
   }
-  // A long repeat: group heads for every element, from the keys (sa may have been
+  // A long repeat: the same groups again, now with every element's head (sa may have been
   // reordered within the groups, where the keys are equal).
   w.head.resize(m);
-  for (size_t k = 0, first = 0; k < m; ++k) {
-    if (k > 0 && keyed[k] >> 32 != keyed[k - 1] >> 32) first = k;
-    w.head[sa[k]] = static_cast<uint32_t>(first);
-  }
+  w.tied.clear();
+  tied_elements = split_groups(0, m, prefix_of, Heads::on, w, w.tied);
   prefix_doubling(per_key, tied_elements, w);
   for (size_t k = 0; k < m; ++k) keyed[k] = sorted_entry(sa[k], dense);
 }
@@ -383,7 +374,7 @@ void prefix_doubling(size_t h0, size_t tied_elements, Bzip2Size::Workspace& w) {
       const size_t groups = doubling_round(h, w);
       w.tied.clear();
       if (groups == m) break;
-      tied_elements = split_groups(0, m, [&w](size_t k) { return w.head[w.sa[k]]; }, w, w.tied);
+      tied_elements = split_groups(0, m, [&w](size_t k) { return w.head[w.sa[k]]; }, Heads::on, w, w.tied);
       continue;
     }
     // Few ties: sort each tied group by the head h tokens on. The keys are all read before
@@ -399,7 +390,7 @@ void prefix_doubling(size_t h0, size_t tied_elements, Bzip2Size::Workspace& w) {
       const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(g.start);
       std::sort(first, first + static_cast<std::ptrdiff_t>(g.size));
       for (size_t k = g.start; k < g.start + g.size; ++k) sa[k] = static_cast<uint32_t>(keyed[k]);
-      tied_elements += split_groups(g.start, g.start + g.size, [&keyed](size_t k) { return keyed[k] >> 32; }, w, w.next_tied);
+      tied_elements += split_groups(g.start, g.start + g.size, [&keyed](size_t k) { return keyed[k] >> 32; }, Heads::on, w, w.next_tied);
     }
     w.tied.swap(w.next_tied);
   }
@@ -545,43 +536,40 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
     for (size_t s = 0; s <= tt.length; ++s) bucket[rank_of[tt.suffix_type[s]] + 1] += tokens_of_type[t];
   }
   for (size_t k = 0; k < types; ++k) bucket[k + 1] += bucket[k];
-  // Per type, the bucket of each suffix and the symbol before it, so the fill reads one row.
-  std::vector<Fill> fill(types);
-  for (uint32_t t = 0; t < types; ++t) {
-    if (tokens_of_type[t] == 0) continue;
-    const TokenType& tt = type_at(t);
-    fill[t].positions = static_cast<uint8_t>(tt.length + 1);
-    for (size_t d = 0; d <= tt.length; ++d) {
-      fill[t].bucket[d] = rank_of[tt.suffix_type[d]];
-      // Position d of the token: preceded by the previous token's space (d = 0) or digit d-1.
-      fill[t].before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
-    }
-  }
   // The positions at a token's space begin the suffix " ", the first bucket; they sort by
   // the rotation at the next token alone, so the k-th in sa order goes to place k, with no
   // counter (a shared one would chain every token's update through memory).
   if (bucket[rank_of[0]] != 0 || bucket[rank_of[0] + 1] != m) throw std::logic_error("bzip2 size: the space bucket is not first");
-  // The digit positions: short tokens write three each, those past the token into a spill
-  // area after the block (so the loop has no data-dependent branch); the odd long token
-  // loops. Each type spills into a counter of its own, for the same reason.
+  // Per type present, the bucket of each suffix and the symbol before it, so the fill reads
+  // one row, found by the dense rank the sort carries for the token before each rotation.
+  // Short tokens write three digit positions each, those past the token into a spill area
+  // after the block (so the loop has no data-dependent branch); the odd long token loops.
+  // Each type spills into a counter of its own, for the same reason.
+  std::vector<Fill>& rows = w.fill_rows;
+  rows.resize(distinct);
   uint32_t spill_at = static_cast<uint32_t>(n);
-  for (uint32_t t = 0; t < kShortTypes; ++t) {
-    const uint32_t spill = static_cast<uint32_t>(types + 1 + t);
-    const size_t digits = fill[t].positions - 1u;
-    bucket[spill] = spill_at;
-    spill_at += tokens_of_type[t] * static_cast<uint32_t>(3 - std::min<size_t>(3, digits));
-    for (size_t d = digits; d < 3; ++d) fill[t].bucket[d] = spill;
+  for (uint32_t t = 0; t < types; ++t) {
+    if (tokens_of_type[t] == 0) continue;
+    const TokenType& tt = type_at(t);
+    Fill& f = rows[dense_of[t]];
+    f.positions = static_cast<uint8_t>(tt.length + 1);
+    for (size_t d = 0; d <= tt.length; ++d) {
+      f.bucket[d] = rank_of[tt.suffix_type[d]];
+      // Position d of the token: preceded by the previous token's space (d = 0) or digit d-1.
+      f.before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
+    }
+    if (t < kShortTypes) {
+      const uint32_t spill = static_cast<uint32_t>(types + 1 + t);
+      bucket[spill] = spill_at;
+      spill_at += tokens_of_type[t] * static_cast<uint32_t>(3 - tt.length);
+      for (size_t d = tt.length; d < 3; ++d) f.bucket[d] = spill;
+    }
   }
-  // The rows by the dense rank the sort carries for the token before each rotation.
-  std::vector<Fill>& by_dense = w.fill_rows;
-  by_dense.resize(types);
-  for (uint32_t t = 0; t < types; ++t)
-    if (tokens_of_type[t] > 0) by_dense[dense_of[t]] = fill[t];
   w.symbols.resize(n + 2 * m + 4);
   uint8_t* last = w.symbols.data();
   const uint64_t* sorted = w.keyed.data();
   for (size_t k = 0; k < m; ++k) {
-    const Fill& f = by_dense[static_cast<uint32_t>(sorted[k]) >> kIndexBits];
+    const Fill& f = rows[static_cast<uint32_t>(sorted[k]) >> kIndexBits];
     last[k] = f.before[f.positions - 1];
     if (f.positions > 4) [[unlikely]] {
       for (size_t d = 0; d + 1 < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
@@ -855,7 +843,7 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
   // Symbol counts per group of 50: every cost and frequency below is a sum over them.
   const size_t groups = (symbols + kGroupSize - 1) / kGroupSize;
   auto& counts = w.group_counts;
-  counts.assign(groups, {});
+  counts.resize(groups);  // every entry written below
   count_groups(out, symbols, counts.data());
   uint32_t freq[kAlphabetSlots] = {};
   for (size_t g = 0; g < groups; ++g)
@@ -914,7 +902,6 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
   }
   return bits;
 }
-
 
 // Where bzip2 ends each block. Its first stage holds back the current run of equal bytes
 // until a different byte arrives, and a block is closed, before a byte is read, once the
