@@ -254,6 +254,11 @@ class ContextTable {
     Key key;
     uint32_t best = 0;
     uint8_t prediction = 0;
+    // Distinct followers counted so far, up to 2. A context with one follower keeps it here
+    // (its count is `best`, its symbol the prediction) and nothing in the follower table:
+    // on random data nearly every context of the longer orders is seen once, and their
+    // follower slots were most of the memory the tables touched.
+    uint8_t followers = 0;
   };
 
   // `expected`: contexts and (context, follower) pairs the caller may make, to size the
@@ -263,8 +268,8 @@ class ContextTable {
     while (size < 2 * expected) size *= 2;
     slots_.assign(size, Slot{-1, 0});
     mask_ = size - 1;
-    followers_.assign(size, Follower{0, 0});
-    follower_mask_ = size - 1;
+    followers_.assign(kFirstFollowerSlots, Follower{0, 0});
+    follower_mask_ = kFirstFollowerSlots - 1;
     contexts_.reserve(expected);
   }
 
@@ -335,7 +340,21 @@ class ContextTable {
   // when `make_new`. Returns true when a new pair was made.
   bool count(long id, uint64_t h, uint8_t y, bool make_new) {
     Context& c = contexts_[static_cast<size_t>(id)];
-    const uint32_t key = (static_cast<uint32_t>(id + 1) << 8) | y;  // 0 marks an empty slot
+    if (c.followers < 2) {
+      if (c.followers == 1 && y == c.prediction) {
+        ++c.best;
+        return false;
+      }
+      if (!make_new) return false;
+      if (c.followers == 0) {
+        c = {c.key, 1, y, 1};
+        return true;
+      }
+      // A second follower: both move to the table.
+      add_follower(id, h, c.prediction, c.best);
+      c.followers = 2;
+    }
+    const uint32_t key = follower_key(id, y);
     size_t i = follower_slot(h, y) & follower_mask_;
     while (followers_[i].key != 0 && followers_[i].key != key) i = (i + 1) & follower_mask_;
     uint32_t value;
@@ -343,10 +362,9 @@ class ContextTable {
     if (followers_[i].key == key) {
       value = ++followers_[i].count;
     } else if (make_new) {
-      followers_[i] = {key, 1};
+      add_follower(id, h, y, 1);
       value = 1;
       made = true;
-      if (++follower_count_ * 2 > followers_.size()) grow_followers();
     } else {
       return false;
     }
@@ -366,6 +384,18 @@ class ContextTable {
     uint32_t key;  // (context + 1) << 8 | symbol; 0 = empty
     uint32_t count;
   };
+
+  static constexpr size_t kFirstFollowerSlots = 1024;
+
+  static uint32_t follower_key(long id, uint8_t y) { return (static_cast<uint32_t>(id + 1) << 8) | y; }  // 0 = empty
+
+  // A (context, follower) pair not yet in the table.
+  void add_follower(long id, uint64_t h, uint8_t y, uint32_t count) {
+    size_t i = follower_slot(h, y) & follower_mask_;
+    while (followers_[i].key != 0) i = (i + 1) & follower_mask_;
+    followers_[i] = {follower_key(id, y), count};
+    if (++follower_count_ * 2 > followers_.size()) grow_followers();
+  }
 
   static size_t follower_slot(uint64_t context_hash, uint8_t y) {
     const uint64_t h = (context_hash + y) * 0xD6E8FEB86659FD93ull;

@@ -3,6 +3,8 @@
 // over the LCP intervals for the counts every tuple length needs.
 #include "ea/suffix_array.h"
 
+#include "common/huge_pages.h"
+
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -239,11 +241,11 @@ class Windows {
 // passes over memory; long runs (repetitive data) use std::sort. The keys are left
 // uninitialised until scattered: the array is large, and zeroing it first would be one more
 // pass over memory.
-std::unique_ptr<uint64_t[]> sorted_windows(const Windows& windows, size_t n) {
+HugeArray<uint64_t> sorted_windows(const Windows& windows, size_t n) {
   std::array<size_t, 257> start{};
   windows.each([&start](uint64_t k) { ++start[(k >> 56) + 1]; });
   for (size_t b = 0; b < 256; ++b) start[b + 1] += start[b];
-  std::unique_ptr<uint64_t[]> keys(new uint64_t[n]);
+  HugeArray<uint64_t> keys = huge_array<uint64_t>(n);
   {
     std::array<size_t, 256> next;
     std::copy(start.begin(), start.end() - 1, next.begin());
@@ -301,15 +303,20 @@ bool counts_by_windows(const uint8_t* s, size_t n, int width, TupleCounts& out) 
   if (n < 2 * per_key) return false;
   const size_t full = n - per_key + 1;
   const uint64_t symbol_mask = (uint64_t{1} << width) - 1;
-  const std::unique_ptr<uint64_t[]> sorted = sorted_windows(Windows(s, full, width), full);
+  const HugeArray<uint64_t> sorted = sorted_windows(Windows(s, full, width), full);
   const uint64_t* const keys = sorted.get();
   // One pass: the scan also finds the longest common prefix and whether a whole window
   // repeats (then the counts are thrown away; the clamp only keeps the scan in range).
   size_t v = 0;
   bool repeats = false;
-  auto common = [keys, width, per_key, &v, &repeats](size_t i) {
+  // Common bits -> common symbols without a divide on every key (a divide's latency was a
+  // fifth of the scan): floor(b * r / 2^16) with r = floor(2^16 / width) + 1 equals
+  // floor(b / width) for every b <= 64 and width <= 8 (the error is below 64 / 2^16).
+  const uint64_t reciprocal = (uint64_t{1} << 16) / static_cast<uint64_t>(width) + 1;
+  auto common = [keys, reciprocal, per_key, &v, &repeats](size_t i) {
     const uint64_t x = keys[i - 1] ^ keys[i];
-    size_t c = x == 0 ? 64 / static_cast<size_t>(width) : static_cast<size_t>(__builtin_clzll(x)) / static_cast<size_t>(width);
+    const uint64_t bits = x == 0 ? 64 : static_cast<uint64_t>(__builtin_clzll(x));
+    size_t c = static_cast<size_t>((bits * reciprocal) >> 16);
     if (c >= per_key) {
       repeats = true;
       c = per_key - 1;
