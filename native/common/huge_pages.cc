@@ -13,7 +13,7 @@ constexpr size_t kWorthIt = 4 * kHugePage;
 }  // namespace
 
 void* huge_page_allocation(size_t bytes) {
-  if (bytes < kWorthIt || std::getenv("QE_NO_THP")) return std::malloc(bytes == 0 ? 1 : bytes);
+  if (bytes < kWorthIt) return std::malloc(bytes == 0 ? 1 : bytes);
   const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   void* p = std::aligned_alloc(kHugePage, rounded);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
