@@ -635,6 +635,69 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
   return prediction_estimate(tally.correct, n - 2, tally.longest, 2);
 }
 
+// Binary LZ78Y once its dictionary is full.
+//
+// A context of length j + 1 is made no earlier than its suffix of length j (a step makes the
+// long ones first) unless the suffix is never made at all, and each later occurrence of it
+// is one of the suffix. So along one step's present contexts the follower counts never grow
+// with the length, and the longest context whose best count is the largest, which makes the
+// guess, is the last of the lengths 1, 2, ... whose best count equals length 1's. Only length
+// 1 is counted every step. A longer length is brought up to date (its missed steps replayed)
+// only when it might tie: when its stale best count plus the steps it missed reaches length
+// 1's. On data with entropy that is rare, so a step costs one table instead of sixteen; where
+// lengths tie often it replays about as much as counting every step would.
+//
+// An absent context means the longer ones are absent too, except along the contexts of the
+// step that filled the dictionary (`filled`): it may have made long ones and then run out of
+// room for their suffixes. Past an absent context of that step the walk goes on. (Such a long
+// context could make the guess only by tying length 1's count, which no data in the tests
+// comes near; the rule keeps the result exact without relying on that.)
+// Steps [i, n); `window` is the window of step i - 1, the one that filled the dictionary.
+double lz78y_when_full(const uint8_t* s, long i, long n, uint32_t window, BinaryContexts& ctx, Tally& tally) {
+  const uint32_t filled = window;
+  std::array<long, kLzContext + 1> synced;  // length j's counts cover the steps before synced[j]
+  synced.fill(i);
+  auto catch_up = [&](int j, long to) {
+    std::array<uint32_t, 2>* const table = ctx.table[static_cast<size_t>(j)].data();
+    const uint32_t mask = (1u << j) - 1;
+    const long from = synced[static_cast<size_t>(j)];
+    uint32_t w = 0;  // the window of step t, s[t - 1] lowest
+    for (int b = j; b >= 1; --b) w = (w << 1) | (s[from - b] & 1u);
+    for (long t = from; t < to; ++t) {
+      auto& e = table[w & mask];
+      e[s[t] & 1u] += (e[0] | e[1]) != 0 ? 1 : 0;
+      w = (w << 1) | (s[t] & 1u);
+    }
+    synced[static_cast<size_t>(j)] = to;
+  };
+  std::array<uint32_t, 2>* const shortest = ctx.table[1].data();
+  for (; i < n; ++i) {
+    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
+    const unsigned y = s[i] & 1u;
+    auto& first = shortest[window & 1u];
+    const uint32_t top = std::max(first[0], first[1]);
+    unsigned guess = 2;  // none: no context of this step is present
+    if (top != 0) {
+      const std::array<uint32_t, 2>* winner = &first;
+      for (int j = 2; j <= kLzContext; ++j) {
+        const auto& e = ctx.at(j, window);
+        if ((e[0] | e[1]) == 0) {
+          if (((window ^ filled) & ((1u << j) - 1)) == 0) continue;
+          break;
+        }
+        if (static_cast<long>(std::max(e[0], e[1])) + (i - synced[static_cast<size_t>(j)]) < static_cast<long>(top)) break;
+        if (synced[static_cast<size_t>(j)] < i) catch_up(j, i);
+        if (std::max(e[0], e[1]) != top) break;  // below length 1's, and so are the longer ones
+        winner = &e;
+      }
+      guess = (*winner)[0] > (*winner)[1] ? 0 : 1;
+      ++first[y];
+    }
+    tally.add(guess == y);
+  }
+  return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, 2);
+}
+
 double binary_lz78y(const uint8_t* s, long n) {
   if (n < kLzContext + 2) return kNotApplicable;
   BinaryContexts ctx(kLzContext);
@@ -672,49 +735,8 @@ double binary_lz78y(const uint8_t* s, long n) {
     window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
     step(s[i] & 1u);
   }
-  // Once the dictionary is full (for good: nothing leaves it) a context counts and predicts
-  // exactly when it is present. The short lengths then usually hold all their contexts:
-  // when lengths 1..kShort do, those count without a check and every length picks the best
-  // with selects, not branches (which mispredict on the lengths only partly present).
-  constexpr int kShort = 11;
-  bool complete = true;
-  for (int m = 1; m <= kShort && complete; ++m)
-    for (uint32_t c = 0; c < (1u << m) && complete; ++c) complete = ctx.at(m, c)[0] != 0 || ctx.at(m, c)[1] != 0;
-  if (complete) {
-    std::array<std::array<uint32_t, 2>*, kLzContext + 1> level{};
-    for (int m = 1; m <= kLzContext; ++m) level[static_cast<size_t>(m)] = ctx.table[static_cast<size_t>(m)].data();
-    // The long lengths' tables outgrow L1, and the entries a step will use are known from
-    // the data: they are fetched kLead steps ahead.
-    constexpr long kLead = 4;
-    uint32_t ahead = window;  // the window of step i + kLead (kept while that is below n)
-    for (long j = i - 1; j < i - 1 + kLead && j < n; ++j) ahead = ((ahead << 1) | (s[j] & 1u)) & 0xFFFFu;
-    for (; i < n; ++i) {
-      window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
-      if (i + kLead < n) {
-        ahead = ((ahead << 1) | (s[i + kLead - 1] & 1u)) & 0xFFFFu;
-        for (int m = kShort + 1; m <= kLzContext; ++m) __builtin_prefetch(&level[static_cast<size_t>(m)][ahead & ((1u << m) - 1)]);
-      }
-      const unsigned y = s[i] & 1u;
-      uint32_t best = 0;
-      unsigned guess = 2;  // none
-      for (int j = kLzContext; j > 0; --j) {
-        auto& e = level[static_cast<size_t>(j)][window & ((1u << j) - 1)];
-        const uint32_t e0 = e[0], e1 = e[1];
-        const uint32_t top = e0 > e1 ? e0 : e1;
-        const bool better = top > best;
-        best = better ? top : best;
-        guess = better ? (e0 > e1 ? 0 : 1) : guess;
-        if (j <= kShort) ++e[y];
-        else e[y] += top != 0 ? 1 : 0;
-      }
-      tally.add(guess == y);
-    }
-  }
-  for (; i < n; ++i) {
-    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
-    step(s[i] & 1u);
-  }
-  return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, 2);
+  // Full for good (nothing leaves the dictionary), or the data has ended.
+  return lz78y_when_full(s, i, n, window, ctx, tally);
 }
 
 }  // namespace
