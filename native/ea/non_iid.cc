@@ -36,14 +36,14 @@ struct Job {
 void add_track(std::vector<Job>& jobs, const uint8_t* s, size_t n, int k, bool binary_estimators, Slots& out) {
   const auto size = static_cast<double>(n);
   const bool wide = k > 2;
-  jobs.push_back({size * 22, [=, &out] {
+  jobs.push_back({size * 16, [=, &out] {
                     const TupleEstimates t = tuple_estimates(s, n);
                     slot(out, Estimator::t_tuple) = t.t_tuple;
                     slot(out, Estimator::lrs) = t.lrs;
                   }});
-  jobs.push_back({size * (wide ? 200 : 44), [=, &out] { slot(out, Estimator::multi_mmc) = multi_mmc_estimate(s, n, k); }});
-  jobs.push_back({size * (wide ? 140 : 37), [=, &out] { slot(out, Estimator::lz78y) = lz78y_estimate(s, n, k); }});
-  jobs.push_back({size * (wide ? 40 : 12), [=, &out] { slot(out, Estimator::lag) = lag_estimate(s, n, k); }});
+  jobs.push_back({size * (wide ? 160 : 32), [=, &out] { slot(out, Estimator::multi_mmc) = multi_mmc_estimate(s, n, k); }});
+  jobs.push_back({size * (wide ? 34 : 8), [=, &out] { slot(out, Estimator::lz78y) = lz78y_estimate(s, n, k); }});
+  jobs.push_back({size * (wide ? 43 : 11), [=, &out] { slot(out, Estimator::lag) = lag_estimate(s, n, k); }});
   jobs.push_back({size * (wide ? 25 : 9), [=, &out] { slot(out, Estimator::multi_mcw) = multi_mcw_estimate(s, n, k); }});
   if (binary_estimators) {
     jobs.push_back({size * 3, [=, &out] { slot(out, Estimator::compression) = compression_estimate(s, n); }});

@@ -635,7 +635,7 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
   return prediction_estimate(tally.correct, n - 2, tally.longest, 2);
 }
 
-// Binary LZ78Y once its dictionary is full.
+// LZ78Y once its dictionary is full (both alphabets).
 //
 // A context of length j + 1 is made no earlier than its suffix of length j (a step makes the
 // long ones first) unless the suffix is never made at all, and each later occurrence of it
@@ -644,59 +644,95 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
 // guess, is the last of the lengths 1, 2, ... whose best count equals length 1's. Only length
 // 1 is counted every step. A longer length is brought up to date (its missed steps replayed)
 // only when it might tie: when its stale best count plus the steps it missed reaches length
-// 1's. On data with entropy that is rare, so a step costs one table instead of sixteen; where
-// lengths tie often it replays about as much as counting every step would.
+// 1's. On data with entropy that is rare, so a step costs a lookup or two instead of sixteen;
+// where lengths tie often it replays about as much as counting every step would.
 //
 // An absent context means the longer ones are absent too, except along the contexts of the
-// step that filled the dictionary (`filled`): it may have made long ones and then run out of
-// room for their suffixes. Past an absent context of that step the walk goes on. (Such a long
-// context could make the guess only by tying length 1's count, which no data in the tests
-// comes near; the rule keeps the result exact without relying on that.)
-// Steps [i, n); `window` is the window of step i - 1, the one that filled the dictionary.
-double lz78y_when_full(const uint8_t* s, long i, long n, uint32_t window, BinaryContexts& ctx, Tally& tally) {
-  const uint32_t filled = window;
+// step that filled the dictionary: it may have made long ones and then run out of room for
+// their suffixes. Past an absent context of that step the walk goes on. (Such a long context
+// could make the guess only by tying length 1's count, which no data in the tests comes near;
+// the rule keeps the result exact without relying on that.)
+//
+// `Levels` holds the dictionary by length: look(j, t) gives step t's context of length j as
+// {present, best count, guess}; count(j, t) counts step t's symbol in it when present, and
+// replay(j, from, to) does so for steps [from, to).
+struct LzEntry {
+  bool present;
+  uint32_t best;
+  unsigned guess;
+};
+
+// Steps [i, n), after step i - 1 filled the dictionary (or the data ended).
+template <typename Levels>
+double lz78y_when_full(const uint8_t* s, long i, long n, Levels& levels, Tally& tally, int k) {
+  const long filled = i - 1;
+  auto same_as_filled = [s, filled](long t, int j) { return std::equal(s + t - j, s + t, s + filled - j); };
   std::array<long, kLzContext + 1> synced;  // length j's counts cover the steps before synced[j]
   synced.fill(i);
-  auto catch_up = [&](int j, long to) {
+  for (; i < n; ++i) {
+    const LzEntry first = levels.look(1, i);
+    unsigned guess = ~0u;  // none: no context of this step is present
+    if (first.present) {
+      guess = first.guess;
+      for (int j = 2; j <= kLzContext; ++j) {
+        LzEntry e = levels.look(j, i);
+        if (!e.present) {
+          if (same_as_filled(i, j)) continue;
+          break;  // and so are the longer ones
+        }
+        long& since = synced[static_cast<size_t>(j)];
+        if (static_cast<long>(e.best) + (i - since) < static_cast<long>(first.best)) break;
+        if (since < i) {
+          levels.replay(j, since, i);
+          since = i;
+          e = levels.look(j, i);
+        }
+        if (e.best != first.best) break;  // below length 1's, and so are the longer ones
+        guess = e.guess;
+      }
+      levels.count(1, i);
+    }
+    tally.add(guess == s[i]);
+  }
+  return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, k);
+}
+
+// The binary dictionary: direct tables indexed by the context bits.
+struct BinaryLzLevels {
+  const uint8_t* s;
+  BinaryContexts& ctx;
+  long at = -1;      // the step whose window is cached
+  uint32_t bits = 0;  // its last 16 bits, s[at - 1] lowest
+  static uint32_t window(const uint8_t* s, long t, int j) {  // s[t - j .. t - 1], s[t - 1] lowest
+    uint32_t w = 0;
+    for (int b = j; b >= 1; --b) w = (w << 1) | (s[t - b] & 1u);
+    return w;
+  }
+  // The steps are asked about in order, so the window usually moves by one bit.
+  uint32_t window_of(long t) {
+    if (t == at + 1) bits = (bits << 1) | (s[t - 1] & 1u);
+    else if (t != at) bits = window(s, t, kLzContext);
+    at = t;
+    return bits;
+  }
+  LzEntry look(int j, long t) {
+    const auto& e = ctx.at(j, window_of(t));
+    return {(e[0] | e[1]) != 0, std::max(e[0], e[1]), e[0] > e[1] ? 0u : 1u};
+  }
+  void count(int j, long t) {
+    auto& e = ctx.at(j, window_of(t));
+    if ((e[0] | e[1]) != 0) ++e[s[t] & 1u];
+  }
+  void replay(int j, long from, long to) {
     std::array<uint32_t, 2>* const table = ctx.table[static_cast<size_t>(j)].data();
     const uint32_t mask = (1u << j) - 1;
-    const long from = synced[static_cast<size_t>(j)];
-    uint32_t w = 0;  // the window of step t, s[t - 1] lowest
-    for (int b = j; b >= 1; --b) w = (w << 1) | (s[from - b] & 1u);
-    for (long t = from; t < to; ++t) {
+    for (uint32_t w = window(s, from, j); from < to; ++from) {
       auto& e = table[w & mask];
-      e[s[t] & 1u] += (e[0] | e[1]) != 0 ? 1 : 0;
-      w = (w << 1) | (s[t] & 1u);
+      e[s[from] & 1u] += (e[0] | e[1]) != 0 ? 1 : 0;
+      w = (w << 1) | (s[from] & 1u);
     }
-    synced[static_cast<size_t>(j)] = to;
-  };
-  std::array<uint32_t, 2>* const shortest = ctx.table[1].data();
-  for (; i < n; ++i) {
-    window = ((window << 1) | (s[i - 1] & 1u)) & 0xFFFFu;
-    const unsigned y = s[i] & 1u;
-    auto& first = shortest[window & 1u];
-    const uint32_t top = std::max(first[0], first[1]);
-    unsigned guess = 2;  // none: no context of this step is present
-    if (top != 0) {
-      const std::array<uint32_t, 2>* winner = &first;
-      for (int j = 2; j <= kLzContext; ++j) {
-        const auto& e = ctx.at(j, window);
-        if ((e[0] | e[1]) == 0) {
-          if (((window ^ filled) & ((1u << j) - 1)) == 0) continue;
-          break;
-        }
-        if (static_cast<long>(std::max(e[0], e[1])) + (i - synced[static_cast<size_t>(j)]) < static_cast<long>(top)) break;
-        if (synced[static_cast<size_t>(j)] < i) catch_up(j, i);
-        if (std::max(e[0], e[1]) != top) break;  // below length 1's, and so are the longer ones
-        winner = &e;
-      }
-      guess = (*winner)[0] > (*winner)[1] ? 0 : 1;
-      ++first[y];
-    }
-    tally.add(guess == y);
   }
-  return prediction_estimate(tally.correct, n - kLzContext - 1, tally.longest, 2);
-}
+};
 
 double binary_lz78y(const uint8_t* s, long n) {
   if (n < kLzContext + 2) return kNotApplicable;
@@ -736,7 +772,8 @@ double binary_lz78y(const uint8_t* s, long n) {
     step(s[i] & 1u);
   }
   // Full for good (nothing leaves the dictionary), or the data has ended.
-  return lz78y_when_full(s, i, n, window, ctx, tally);
+  BinaryLzLevels levels{s, ctx};
+  return lz78y_when_full(s, i, n, levels, tally, 2);
 }
 
 }  // namespace
@@ -852,6 +889,36 @@ double multi_mmc_estimate(const uint8_t* s, size_t n, int k) {
 
 // ---- LZ78Y: a dictionary of contexts of length 1..16 (at most 65,536 of them); the
 // longest context whose best follower is the most frequent makes the guess.
+// The dictionary of a wider alphabet, once full: a frozen hash table of contexts per length.
+struct LiteralLzLevels {
+  const uint8_t* s;
+  std::vector<ContextTable>& tables;  // tables[j - 1]: contexts of length j
+  struct Found {
+    ContextTable* table;
+    long id;
+    uint64_t hash;
+  };
+  Found find(int j, long t) const {
+    const ContextTable::Key key = context_key(s, t, j);
+    const uint64_t h = ContextTable::hash(key);
+    ContextTable& table = tables[static_cast<size_t>(j - 1)];
+    return {&table, table.find_frozen(key, h), h};
+  }
+  LzEntry look(int j, long t) const {
+    const Found f = find(j, t);
+    if (f.id < 0) return {false, 0, 0};
+    const ContextTable::Context& c = f.table->context(f.id);
+    return {true, c.best, c.prediction};
+  }
+  void count(int j, long t) {
+    const Found f = find(j, t);
+    if (f.id >= 0) f.table->count(f.id, f.hash, s[t], true);
+  }
+  void replay(int j, long from, long to) {
+    for (; from < to; ++from) count(j, from);
+  }
+};
+
 double lz78y_estimate(const uint8_t* s, size_t n, int k) {
   if (k == 2) return binary_lz78y(s, static_cast<long>(n));
   if (n > UINT32_MAX) throw std::length_error("LZ78Y counts 32-bit: fewer than 2^32 samples");
@@ -867,10 +934,10 @@ double lz78y_estimate(const uint8_t* s, size_t n, int k) {
     ++dictionary;
   }
   Tally tally;
-  bool frozen = false;
   std::array<ContextKeys, kAhead> ring;
-  for (long i = kLzContext + 1; i < len && i < kLzContext + kAhead; ++i) ring[static_cast<size_t>(i % kAhead)].at(s, i, kLzContext);
-  for (long i = kLzContext + 1; i < len; ++i) {
+  long i = kLzContext + 1;
+  for (long a = i; a < len && a < kLzContext + kAhead; ++a) ring[static_cast<size_t>(a % kAhead)].at(s, a, kLzContext);
+  for (; i < len && dictionary < kLzMaxDictionary; ++i) {
     const uint8_t y = s[i];
     if (const long a = i + kAhead - 1; a < len) {
       ContextKeys& later = ring[static_cast<size_t>(a % kAhead)];
@@ -880,15 +947,11 @@ double lz78y_estimate(const uint8_t* s, size_t n, int k) {
     const ContextKeys& now = ring[static_cast<size_t>(i % kAhead)];
     long best = 0;
     int guess = -1;
-    if (!frozen && dictionary >= kLzMaxDictionary) {  // full for good: no context joins any table
-      for (ContextTable& t : tables) t.freeze();
-      frozen = true;
-    }
     for (int j = kLzContext; j > 0; --j) {
       const ContextTable::Key& key = now.key[static_cast<size_t>(j - 1)];
       const uint64_t h = now.hash[static_cast<size_t>(j - 1)];
       ContextTable& t = tables[static_cast<size_t>(j - 1)];
-      const long id = frozen ? t.find_frozen(key, h) : t.find(key, h);
+      const long id = t.find(key, h);
       if (id >= 0) {
         const ContextTable::Context& c = t.context(id);
         if (c.best > best) {
@@ -901,10 +964,12 @@ double lz78y_estimate(const uint8_t* s, size_t n, int k) {
         ++dictionary;
       }
     }
-    if (guess == static_cast<int>(y)) tally.hit();
-    else tally.miss();
+    tally.add(guess == static_cast<int>(y));
   }
-  return prediction_estimate(tally.correct, len - kLzContext - 1, tally.longest, k);
+  // Full for good (no context joins any table), or the data has ended.
+  for (ContextTable& t : tables) t.freeze();
+  LiteralLzLevels levels{s, tables};
+  return lz78y_when_full(s, i, len, levels, tally, k);
 }
 
 }  // namespace qe::ea

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ea/ea.h"
@@ -46,76 +47,89 @@ void check_file(const std::string& name, unsigned threads) {
   CHECK_NEAR(r.h_assessed, ref.at("H_assessed"), kTolerance);
 }
 
-// Binary LZ78Y step by step as SP 800-90B §6.3.10 and NIST's tool state it: every step
-// looks up all 16 context lengths, the longest context with the strictly largest best count
-// guesses (the larger follower wins only when strictly more frequent), every present context
-// counts the symbol, and absent ones join while the dictionary has fewer than 65,536.
-double plain_binary_lz78y(const std::vector<uint8_t>& s) {
+// LZ78Y step by step as SP 800-90B §6.3.10 and NIST's tool state it: every step looks up all
+// 16 context lengths; the longest context with the strictly largest best count guesses (its
+// most frequent follower, the larger symbol on ties); every present context counts the
+// symbol, and absent ones join while the dictionary holds fewer than 65,536.
+double plain_lz78y(const std::vector<uint8_t>& s, int k) {
   constexpr int kB = 16;
-  std::vector<std::vector<std::array<uint32_t, 2>>> dict(kB + 1);
-  for (int j = 1; j <= kB; ++j) dict[static_cast<size_t>(j)].assign(size_t{1} << j, {0, 0});
-  auto context = [&s](long i, int j) {  // s[i-j .. i-1], s[i-1] lowest
-    uint32_t c = 0;
-    for (int b = j; b >= 1; --b) c = (c << 1) | s[static_cast<size_t>(i - b)];
-    return c;
-  };
+  std::vector<std::unordered_map<std::string, std::vector<uint32_t>>> dict(kB + 1);
+  auto context = [&s](long i, int j) { return std::string(s.begin() + i - j, s.begin() + i); };
   long size = 0;
-  for (int j = 1; j <= kB; ++j, ++size) dict[static_cast<size_t>(j)][context(kB, j)][s[kB]] = 1;
+  for (int j = 1; j <= kB; ++j, ++size) {
+    auto& counts = dict[static_cast<size_t>(j)][context(kB, j)];
+    counts.assign(static_cast<size_t>(k), 0);
+    counts[s[kB]] = 1;
+  }
   long correct = 0, run = 0, longest = 0;
   const long n = static_cast<long>(s.size());
   for (long i = kB + 1; i < n; ++i) {
-    const unsigned y = s[static_cast<size_t>(i)];
+    const uint8_t y = s[static_cast<size_t>(i)];
     uint32_t best = 0;
     int guess = -1;
     for (int j = kB; j >= 1; --j) {
-      auto& e = dict[static_cast<size_t>(j)][context(i, j)];
-      if (e[0] + e[1] > 0) {
-        const int g = e[0] > e[1] ? 0 : 1;
-        if (e[static_cast<size_t>(g)] > best) {
-          best = e[static_cast<size_t>(g)];
+      auto& d = dict[static_cast<size_t>(j)];
+      const auto found = d.find(context(i, j));
+      if (found != d.end()) {
+        std::vector<uint32_t>& counts = found->second;
+        int g = 0;
+        for (int x = 1; x < k; ++x)
+          if (counts[static_cast<size_t>(x)] >= counts[static_cast<size_t>(g)]) g = x;
+        if (counts[static_cast<size_t>(g)] > best) {
+          best = counts[static_cast<size_t>(g)];
           guess = g;
         }
-        ++e[y];
+        ++counts[y];
       } else if (size < 65536) {
-        e[y] = 1;
+        std::vector<uint32_t>& counts = d[context(i, j)];
+        counts.assign(static_cast<size_t>(k), 0);
+        counts[y] = 1;
         ++size;
       }
     }
-    if (guess == static_cast<int>(y)) {
+    if (guess == y) {
       ++correct;
       longest = std::max(longest, ++run);
     } else {
       run = 0;
     }
   }
-  return qe::ea::prediction_estimate(correct, n - kB - 1, longest, 2);
+  return qe::ea::prediction_estimate(correct, n - kB - 1, longest, k);
+}
+
+// Sequences of `k` symbols: random, biased, periodic, sticky and half-constant.
+std::vector<uint8_t> varied_symbols(std::mt19937_64& rng, int kind, size_t n, int k) {
+  const unsigned period = 1 + static_cast<unsigned>(rng() % 40);
+  const uint64_t bias = rng() % 1000;
+  const auto ks = static_cast<uint64_t>(k);
+  std::vector<uint8_t> s(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = rng();
+    switch (kind % 5) {
+      case 0: s[i] = static_cast<uint8_t>(r % ks); break;
+      case 1: s[i] = static_cast<uint8_t>(r % 1000 < bias ? 0 : (r >> 32) % ks); break;
+      case 2: s[i] = static_cast<uint8_t>(i % period * ks / period); break;
+      case 3: s[i] = i > 0 && r % 100 < 90 ? s[i - 1] : static_cast<uint8_t>((r >> 32) % ks); break;
+      default: s[i] = static_cast<uint8_t>(i < n / 2 ? 0 : r % ks); break;
+    }
+  }
+  return s;
 }
 
 }  // namespace
 
-// Once its dictionary is full, binary LZ78Y counts only the shortest context every step and
-// brings longer ones up to date when they could tie (predictors.cc). Random, biased, periodic,
-// sticky and half-constant bits, long enough to fill the dictionary and to reach ties.
-QE_TEST(ea_binary_lz78y_matches_the_step_by_step_rule) {
+// Once its dictionary is full, LZ78Y counts only the shortest context every step and brings
+// longer ones up to date when they could tie (predictors.cc). Binary data (direct tables) and
+// wider alphabets (hash tables), long enough to fill the dictionary and to reach ties.
+QE_TEST(ea_lz78y_matches_the_step_by_step_rule) {
   std::mt19937_64 rng(90);
-  for (int trial = 0; trial < 30; ++trial) {
-    const size_t n = 30000 + rng() % 120000;
-    const unsigned period = 1 + static_cast<unsigned>(rng() % 40);
-    const uint64_t bias = rng() % 1000;
-    std::vector<uint8_t> s(n);
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t r = rng();
-      switch (trial % 5) {
-        case 0: s[i] = r & 1; break;
-        case 1: s[i] = r % 1000 < bias; break;
-        case 2: s[i] = i % period < period / 2; break;
-        case 3: s[i] = i > 0 && r % 100 < 90 ? s[i - 1] : (r >> 32) & 1; break;
-        default: s[i] = i < n / 2 ? 0 : r & 1; break;
-      }
-    }
-    const double plain = plain_binary_lz78y(s), ours = qe::ea::lz78y_estimate(s.data(), n, 2);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int k = trial < 10 ? 2 : 3 + static_cast<int>(rng() % 120);
+    const size_t n = 30000 + rng() % 60000;
+    const std::vector<uint8_t> s = varied_symbols(rng, trial, n, k);
+    const double plain = plain_lz78y(s, k), ours = qe::ea::lz78y_estimate(s.data(), n, k);
     if (!(plain == ours))
-      qe::check::fail(__FILE__, __LINE__, "trial " + std::to_string(trial) + ": " + qe::check::show(ours) + " vs " + qe::check::show(plain));
+      qe::check::fail(__FILE__, __LINE__, "trial " + std::to_string(trial) + " (k = " + std::to_string(k) + "): " + qe::check::show(ours) + " vs " + qe::check::show(plain));
   }
 }
 
