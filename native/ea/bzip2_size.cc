@@ -727,15 +727,18 @@ size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) 
   return symbols;
 }
 
+}  // namespace
+
+namespace detail {
+
 // One refinement round's assignment: each group of 50 coded symbols (its symbol counts) goes
 // to the table that codes it in the fewest bits, the first such as bzip2 picks, and adds its
 // counts to that table's frequencies. Symbols at or past alpha never occur (count 0).
-using GroupCounts = std::array<uint8_t, kAlphabetSlots>;
 
 // Every table's cost at once: lane t of cost_of[v] is table t's code length for symbol v, so
 // a group's costs are 16 multiply-adds of 8-lane vectors. Lanes past the last table cost more
 // than any real table (a group costs at most 50 x 17; 50 x 1000 still fits 16 bits).
-void assign_tables_generic(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables,
+void assign_tables_portable(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables,
                            uint8_t* selector, uint32_t (*table_freq)[kAlphabetSlots]) {
   using Costs = uint16_t __attribute__((vector_size(16)));
   constexpr uint16_t kNoTable = 1000;
@@ -759,7 +762,7 @@ void assign_tables_generic(const GroupCounts* counts, size_t groups, const uint8
 // lengths and adds pairs, three rounds of phaddw finish all eight tables' sums in one vector,
 // and phminposuw returns the first cheapest table. The chosen table's counts are added as
 // 16-bit lanes, folded into the 32-bit frequencies before they could overflow.
-__attribute__((target("sse4.1"))) void assign_tables_sse41(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots],
+__attribute__((target("sse4.1"))) void assign_tables_sse41_kernel(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots],
                                                            int tables, uint8_t* selector, uint32_t (*table_freq)[kAlphabetSlots]) {
   __m128i lengths[8];
   for (int t = 0; t < 8; ++t)
@@ -798,13 +801,30 @@ __attribute__((target("sse4.1"))) void assign_tables_sse41(const GroupCounts* co
 }
 #endif
 
-void assign_tables(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables, uint8_t* selector,
-                   uint32_t (*table_freq)[kAlphabetSlots]) {
+bool assign_tables_sse41(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables, uint8_t* selector,
+                         uint32_t (*table_freq)[kAlphabetSlots]) {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool sse41 = qe::cpu::has_sse41();
-  if (sse41) return assign_tables_sse41(counts, groups, length, tables, selector, table_freq);
+  if (!sse41) return false;
+  assign_tables_sse41_kernel(counts, groups, length, tables, selector, table_freq);
+  return true;
+#else
+  (void)counts, (void)groups, (void)length, (void)tables, (void)selector, (void)table_freq;
+  return false;
 #endif
-  assign_tables_generic(counts, groups, length, tables, selector, table_freq);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::GroupCounts;
+static_assert(std::tuple_size_v<GroupCounts> == kAlphabetSlots);
+
+void assign_tables(const GroupCounts* counts, size_t groups, const uint8_t (*length)[kAlphabetSlots], int tables, uint8_t* selector,
+                   uint32_t (*table_freq)[kAlphabetSlots]) {
+  if (!detail::assign_tables_sse41(counts, groups, length, tables, selector, table_freq))
+    detail::assign_tables_portable(counts, groups, length, tables, selector, table_freq);
 }
 
 // The symbol counts of a group of coded symbols. Two interleaved rows, so repeats do not

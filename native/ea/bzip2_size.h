@@ -15,6 +15,7 @@
 // 8-bit data, periodic and constant data, long repeats and every way a block can end.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -47,5 +48,20 @@ class Bzip2Size {
  private:
   std::unique_ptr<Workspace> w_;
 };
+
+namespace detail {
+
+// One round of bzip2's Huffman table refinement: each group of 50 coded symbols, given by its
+// counts of the 16 symbol slots, goes to the table that codes it in the fewest bits (the
+// first such, as bzip2 picks); selector[g] records the table and table_freq[t] adds up the
+// counts of its groups. The SSE4.1 version runs wherever the CPU has SSE4.1 and returns false,
+// writing nothing, elsewhere; both are here so the tests can hold one to the other.
+using GroupCounts = std::array<uint8_t, 16>;
+void assign_tables_portable(const GroupCounts* counts, size_t groups, const uint8_t (*length)[16], int tables, uint8_t* selector,
+                            uint32_t (*table_freq)[16]);
+bool assign_tables_sse41(const GroupCounts* counts, size_t groups, const uint8_t (*length)[16], int tables, uint8_t* selector,
+                         uint32_t (*table_freq)[16]);
+
+}  // namespace detail
 
 }  // namespace qe::ea

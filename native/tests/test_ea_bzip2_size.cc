@@ -3,12 +3,14 @@
 // compares. Texts: NIST's sample files and shuffles of them, random samples of every width,
 // lengths that end blocks mid-token, constant and periodic data, all block sizes.
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ea/bzip2.h"
+#include "common/cpu.h"
 #include "ea/bzip2_size.h"
 #include "tests/check.h"
 #include "tests/ea_reference.h"
@@ -140,4 +142,42 @@ QE_TEST(bzip2_size_declines_text_it_does_not_model) {
   CHECK(!model.of_decimal_text(run.data(), run.size(), 0));
   const std::string empty;
   CHECK(model.of_decimal_text(empty.data(), 0, 5) == std::optional<size_t>(libbz2_size(empty, 5)));
+}
+
+// Table assignment has an SSE4.1 version (used wherever the CPU has it, so by every libbz2
+// comparison above on x86) and a portable one (every other CPU). They must agree exactly:
+// random group counts against 2 to 6 random tables, some of them equal so that ties occur,
+// over enough groups to pass the SSE4.1 version's 16-bit fold.
+QE_TEST(bzip2_size_table_assignment_is_the_same_with_and_without_sse41) {
+  using qe::ea::detail::GroupCounts;
+  if (!qe::cpu::has_sse41()) {
+    GroupCounts none{};
+    uint8_t length[6][16] = {}, selector[1];
+    uint32_t freq[6][16] = {};
+    CHECK(!qe::ea::detail::assign_tables_sse41(&none, 1, length, 2, selector, freq));
+    return;
+  }
+  std::mt19937_64 rng(2026);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int tables = 2 + trial % 5;
+    const int alpha = 3 + static_cast<int>(rng() % 14);  // symbols in use
+    uint8_t length[6][16] = {};
+    for (int t = 0; t < tables; ++t)
+      for (int v = 0; v < alpha; ++v) length[t][v] = static_cast<uint8_t>(1 + rng() % 17);
+    if (trial % 3 == 0) std::copy(length[0], length[0] + 16, length[tables - 1]);  // a tie everywhere
+    const size_t groups = 1 + rng() % 2500;
+    std::vector<GroupCounts> counts(groups);
+    for (GroupCounts& c : counts) {
+      c.fill(0);
+      const int size = rng() % 8 == 0 ? 1 + static_cast<int>(rng() % 50) : 50;  // a block's last group is short
+      for (int k = 0; k < size; ++k) ++c[static_cast<size_t>(rng() % static_cast<uint64_t>(alpha))];
+    }
+    std::vector<uint8_t> portable_selector(groups), sse41_selector(groups);
+    uint32_t portable_freq[6][16] = {}, sse41_freq[6][16] = {};
+    qe::ea::detail::assign_tables_portable(counts.data(), groups, length, tables, portable_selector.data(), portable_freq);
+    CHECK(qe::ea::detail::assign_tables_sse41(counts.data(), groups, length, tables, sse41_selector.data(), sse41_freq));
+    CHECK(portable_selector == sse41_selector);
+    for (int t = 0; t < 6; ++t)
+      for (int v = 0; v < 16; ++v) CHECK_EQ(portable_freq[t][v], sse41_freq[t][v]);
+  }
 }
