@@ -559,6 +559,77 @@ void mmc_steps(const uint8_t* s, long chunk, long from, long to, MmcOrder<V>* o)
   }
 }
 
+// Phase 1 for orders 1-4 (o[0..3]) over a chunk, 64 steps at a time with whole words. For
+// each order, the steps of a block in each context are one mask (an AND of the block's bits
+// shifted by 1..order places), and a context whose lean is far enough from zero that its
+// occurrences in the block cannot flip its sign predicts the same bit throughout: then the
+// block's predictions, hits and lean changes are a few popcounts per context. On data with
+// entropy that holds almost always (these orders have at most 16 contexts, each seen a
+// sixteenth of the time); where it fails the order runs the block step by step.
+template <typename V>
+QE_POPCNT_CLONES void mmc_low_orders(const uint8_t* s, long chunk, long end, MmcOrder<V>* o) {
+  constexpr int kOrders = 4;
+  auto bits_from = [s, end](long start) {  // s[start .. start+63], s[start] lowest, 0 past the end
+    uint64_t x = 0;
+    const long stop = std::min(end, start + 64);
+    for (long i = start; i < stop; ++i) x |= static_cast<uint64_t>(s[i] & 1u) << (i - start);
+    return x;
+  };
+  uint64_t before = 0;  // the 64 bits before the block
+  for (long b = chunk; b < end; b += 64) {
+    const long e = std::min(end, b + 64);
+    if (b < 64) {  // the data's first block: the orders start predicting one by one
+      for (int g = 0; g < kOrders; ++g) {
+        const long first = std::max<long>(b, g + 2);
+        if (first < e) mmc_steps<1, false, V>(s, chunk, first, e, &o[g]);
+      }
+      before = bits_from(b);
+      continue;
+    }
+    if (b == chunk) before = bits_from(b - 64);
+    const uint64_t y = bits_from(b);
+    const uint64_t valid = e - b == 64 ? ~uint64_t{0} : (uint64_t{1} << (e - b)) - 1;
+    const auto w = static_cast<size_t>((b - chunk) >> 6);
+    // masks[2^m - 2 + c]: the steps whose last m bits are context c (bit k-1 = k places back),
+    // each level from the one before.
+    std::array<uint64_t, (2 << kOrders) - 2> masks;
+    for (int m = 1; m <= kOrders; ++m) {
+      const uint64_t back = (y << m) | (before >> (64 - m));  // bit t = the bit m steps before t
+      const size_t base = (size_t{1} << m) - 2, parent = m == 1 ? 0 : (size_t{1} << (m - 1)) - 2;
+      for (size_t c = 0; c < (size_t{1} << m); ++c) {
+        const uint64_t shorter = m == 1 ? valid : masks[parent + (c & ((size_t{1} << (m - 1)) - 1))];
+        masks[base + c] = shorter & ((c >> (m - 1)) & 1 ? back : ~back);
+      }
+    }
+    for (int g = 0; g < kOrders; ++g) {
+      const int m = g + 1;
+      const size_t base = (size_t{1} << m) - 2;
+      MmcOrder<V>& order = o[g];
+      bool steady = true;
+      for (size_t c = 0; c < (size_t{1} << m) && steady; ++c) {
+        const long occurs = __builtin_popcountll(masks[base + c]);
+        const long lean = order.lean[c];
+        steady = occurs == 0 || lean > 2 * occurs || lean < -2 * occurs;
+      }
+      if (!steady) {
+        mmc_steps<1, false, V>(s, chunk, b, e, &order);
+        continue;
+      }
+      uint64_t guess_one = 0;
+      for (size_t c = 0; c < (size_t{1} << m); ++c) {
+        const uint64_t in = masks[base + c];
+        if (in == 0) continue;
+        if (order.lean[c] > 0) guess_one |= in;
+        const long ones = __builtin_popcountll(in & y), occurs = __builtin_popcountll(in);
+        order.lean[c] = static_cast<V>(order.lean[c] + 2 * (2 * ones - occurs));
+      }
+      order.predicted[w] |= valid;
+      order.right[w] |= ~(guess_one ^ y) & valid;
+    }
+    before = y;
+  }
+}
+
 // Binary MultiMMC in two phases per chunk of steps. For binary data the 16 models are
 // independent: a context of length m+1 can only have been seen if its length-m suffix was
 // (no cap binds below order 16), so "skip longer models once a context is new" never changes
@@ -609,7 +680,8 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
     }
     // Four orders at a time; each order alone first over the steps before the group's last
     // order starts predicting (order d+1 predicts from step d+2).
-    for (int d0 = 0; d0 < kMmcDepth; d0 += 4) {
+    mmc_low_orders<V>(s, chunk, end, order.data());
+    for (int d0 = 4; d0 < kMmcDepth; d0 += 4) {
       const long from = std::max<long>(chunk, d0 + 3 + 2);
       for (int g = 0; g < 3; ++g) {
         const long first = std::max<long>(chunk, d0 + g + 2);
