@@ -188,6 +188,25 @@ QE_TEST(ea_lz78y_matches_the_step_by_step_rule) {
   }
 }
 
+// Ties between context lengths after the dictionary is full, where they decide the guess.
+// In "a b c e b d" repeated, context "b" is followed by c and by d equally often, so before
+// each "a b c" its best count ties and it would guess d (the larger symbol); context "a b"
+// has seen only c, as often, so as the longer of the tied contexts it guesses c, rightly.
+// Three filler symbols first make the first step the tool scores see "a b" followed by c,
+// so that "b" and "a b" start counting together. The motif then makes every context it
+// needs, random symbols fill the dictionary, and the motif returns: its longer contexts'
+// counts must be brought up to date for the ties to be found.
+QE_TEST(ea_lz78y_finds_ties_between_lengths_after_the_dictionary_fills) {
+  constexpr int k = 200;
+  const std::vector<uint8_t> motif = {1, 2, 3, 4, 2, 5};  // a b c e b d
+  std::vector<uint8_t> s = {6, 7, 8};
+  for (int r = 0; r < 10; ++r) s.insert(s.end(), motif.begin(), motif.end());
+  std::mt19937_64 rng(6);
+  for (int i = 0; i < 8000; ++i) s.push_back(static_cast<uint8_t>(6 + rng() % (k - 6)));
+  for (int r = 0; r < 2000; ++r) s.insert(s.end(), motif.begin(), motif.end());
+  CHECK_EQ(qe::ea::lz78y_estimate(s.data(), s.size(), k), plain_lz78y(s, k));
+}
+
 QE_TEST(ea_non_iid_short_files) {
   for (const char* name : {"rand1_short", "rand4_short", "rand8_short"}) check_file(name, 2);
 }
