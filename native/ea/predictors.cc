@@ -57,29 +57,18 @@ double binary_multi_mcw(const uint8_t* s, long n) {
     for (long i = 0; i < kWidth[j]; ++i) ones[static_cast<size_t>(j)] += s[i] & 1;
     frequent[static_cast<size_t>(j)] = 2 * ones[static_cast<size_t>(j)] > kWidth[j];
   }
+  // The rule with selects instead of branches (whether a window's bit matches, and whether
+  // it takes the lead, are coin flips on random data). `high` is the winner's score as the
+  // rule reads it, its own point of this step included. A window joins once it is full.
   int winner = 0;
+  long high = 0;
   Tally tally;
-  long i = kWidth[0];
-  for (; i < n && i < kWidth[kWindows - 1]; ++i) {  // while the wider windows fill
+  for (long i = kWidth[0]; i < n; ++i) {
     const uint8_t x = s[i] & 1;
     tally.add(frequent[static_cast<size_t>(winner)] == x);
     for (int j = 0; j < kWindows; ++j) {
       const auto ju = static_cast<size_t>(j);
       if (i < kWidth[j]) continue;
-      if (frequent[ju] == x && ++score[ju] >= score[static_cast<size_t>(winner)]) winner = j;
-      ones[ju] += x - (s[i - kWidth[j]] & 1);
-      frequent[ju] = 2 * ones[ju] > kWidth[j];
-    }
-  }
-  // All windows full: the same rule with selects instead of branches (whether a window's
-  // bit matches, and whether it takes the lead, are coin flips on random data). `high` is
-  // the winner's score as the rule reads it, its own point of this step included.
-  long high = score[static_cast<size_t>(winner)];
-  for (; i < n; ++i) {
-    const uint8_t x = s[i] & 1;
-    tally.add(frequent[static_cast<size_t>(winner)] == x);
-    for (int j = 0; j < kWindows; ++j) {
-      const auto ju = static_cast<size_t>(j);
       const bool match = frequent[ju] == x;
       score[ju] += match;
       high = j == winner ? score[ju] : high;
