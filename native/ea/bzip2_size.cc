@@ -1,6 +1,7 @@
 #include "ea/bzip2_size.h"
 
 #include "common/cpu.h"
+#include "common/populated.h"
 #include "ea/bzip2.h"
 
 #include <algorithm>
@@ -174,15 +175,16 @@ struct Fill {
 
 }  // namespace
 
-// Buffers reused across calls (a shuffle's text is ~3.6 MB).
+// Buffers reused across calls (a shuffle's text is ~3.6 MB). Those that grow with the data
+// are populated up front (common/populated.h): they are written in full on the first call.
 struct Bzip2Size::Workspace {
-  std::string text;  // of_decimal_samples: the samples' text, text_size bytes of it
+  PopulatedVector<char> text;  // of_decimal_samples: the samples' text, text_size bytes of it
   size_t text_size = 0;
-  std::vector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
+  PopulatedVector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
-  std::vector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
+  PopulatedVector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
   std::vector<uint32_t> token_type, sa, next_sa, head, next_head, cursor;
-  std::vector<uint64_t> keyed, keyed_tmp;  // sorted rotations: (key << 32 | token before << 20 | index)
+  PopulatedVector<uint64_t> keyed, keyed_tmp;  // sorted rotations: (key << 32 | token before << 20 | index)
   std::vector<uint32_t> radix_count, radix_start, dense;
   std::vector<Span> tied, next_tied;      // groups of sa not yet in order
   std::vector<std::array<uint8_t, kAlphabetSlots>> group_counts;  // per 50 coded symbols
@@ -314,7 +316,7 @@ void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct,
   // key(i) drops token i + K from key(i + 1) and takes token i in front. The token before
   // rides along so the fill reads it in sa order without a random access per rotation.
   if (m > kIndexMask + 1 || distinct > kBeforeMask + 1) throw std::logic_error("bzip2 size: block too large for the rotation sort");
-  std::vector<uint64_t>& keyed = w.keyed;
+  auto& keyed = w.keyed;
   keyed.resize(m);
   uint64_t prefix = 0;
   for (size_t j = 0; j < per_key; ++j) prefix = (prefix << bits) | dense[(m - 1 + j) % m];

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/populated.h"
+
 namespace qe::ea {
 
 // Not applicable / not computed (an estimator the tool does not run for this data, or one
@@ -29,14 +31,15 @@ inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN(
 inline constexpr size_t kMinSamples = 1000000;
 
 // A data set ready for assessment: the literal symbols translated down to 0..alphabet-1
-// (ascending order of the raw values, as the tool does), and the bitstring of the raw
-// symbols, most significant of the `bits_per_symbol` bits first, one bit per byte.
+// (ascending order of the raw values, as the tool does). Its bitstring is made only where a
+// track reads it (bitstring() below): eight bytes a sample that the IID track, which only
+// counts its ones, never needs.
 struct Samples {
   int bits_per_symbol = 0;
   int alphabet_size = 0;       // distinct symbols present
   std::vector<uint8_t> raw;    // the symbols as read, masked to bits_per_symbol
   std::vector<uint8_t> symbols;
-  std::vector<uint8_t> bits;
+  size_t bit_count() const { return raw.size() * static_cast<size_t>(bits_per_symbol); }
 };
 
 // Bad input (empty data, symbols wider than K bits, K outside 1..8): one readable sentence.
@@ -48,10 +51,18 @@ struct InputError : std::invalid_argument {
 // bits_per_symbol == 0 infers the width from the highest bit set anywhere in the data.
 Samples prepare(const uint8_t* data, size_t n, int bits_per_symbol);
 
+// The first `bits` bits of the bitstring of the raw symbols (bits <= s.bit_count()), most
+// significant of each symbol's `bits_per_symbol` bits first, one bit per byte.
+PopulatedVector<uint8_t> bitstring(const Samples& s, size_t bits);
+// How many of those bits are 1, without writing them out.
+size_t bitstring_ones(const Samples& s, size_t bits);
+
 // ---- Individual estimators (§6.3). Each returns min-entropy per sample of its input, or
 // kNotApplicable when the input is too short for it. `k` is the alphabet size (symbols are
 // 0..k-1); "binary" estimators take 0/1 values.
 double most_common_value(const uint8_t* s, size_t n, int k);
+// The same from the count of the most common value among n samples.
+double most_common_value_of_mode(size_t mode, size_t n);
 double collision_estimate(const uint8_t* bits, size_t n);
 double markov_estimate(const uint8_t* bits, size_t n);
 double compression_estimate(const uint8_t* bits, size_t n);

@@ -395,7 +395,9 @@ struct PermutationOutcome {
   bool passed = false;
 };
 
-PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOptions& options) {
+// `warm` is the scratch the unpermuted statistics were computed with: the first thread
+// takes it over, so its ~9 MB of compression buffers are not allocated and faulted in again.
+PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOptions& options, Scratch&& warm) {
   PermutationOutcome out;
   Active active;
   active.fill(true);
@@ -418,14 +420,15 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
       std::memcpy(words, seed.data(), 32);
       mix ^= th * 0xD1B54A32D192ED03ull;
       for (int i = 0; i < 4; ++i) rng.s[i] = words[i] ^ splitmix(mix);
-      std::vector<uint8_t> sym(d.sym, d.sym + d.n), raw(d.n);
+      std::vector<uint8_t> sym(d.sym, d.sym + d.n);
       // The translation is one-to-one, so only the symbols are shuffled and the raw values
       // are read back through the inverse table when a statistic needs them.
       std::array<uint8_t, 256> raw_of{};
       for (size_t i = 0; i < d.n; ++i) raw_of[d.sym[i]] = d.raw[i];
       bool raw_is_symbol = true;  // 8-bit data using all 256 values, or 0..k-1 as read
       for (size_t i = 0; i < d.n && raw_is_symbol; ++i) raw_is_symbol = d.sym[i] == d.raw[i];
-      Scratch w;
+      std::vector<uint8_t> raw(raw_is_symbol ? 0 : d.n);
+      Scratch w = th == 0 ? std::move(warm) : Scratch{};
       Stats tp{};
       while (!settled.load() && claimed.fetch_add(1) < options.shuffles) {
         // Reshuffling the previous permutation is as uniform as shuffling the original.
@@ -466,6 +469,14 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
   return out;
 }
 
+Stats unpermuted_statistics(const Data& d, Scratch& w) {
+  Active all;
+  all.fill(true);
+  Stats out{};
+  compute(d, d.sym, d.raw, all, out, w);
+  return out;
+}
+
 double median_of(const uint8_t* s, size_t n, int k) {
   if (k == 2) return 0.5;  // §5.1.5-6 fix the median of binary data at 0.5
   std::array<size_t, 256> counts{};
@@ -487,26 +498,24 @@ double median_of(const uint8_t* s, size_t n, int k) {
 std::array<double, kPermutationStatistics> permutation_statistics(const uint8_t* symbols, const uint8_t* raw, size_t n,
                                                                   int alphabet_size, double raw_mean, double median) {
   const Data d{symbols, raw, n, alphabet_size, raw_mean, median};
-  Active all;
-  all.fill(true);
-  Stats out{};
   Scratch w;
-  compute(d, symbols, raw, all, out, w);
-  return out;
+  return unpermuted_statistics(d, w);
 }
 
 IidResult assess_iid(const Samples& s, const IidOptions& options) {
   IidResult r;
   const size_t n = s.symbols.size();
   const int k = s.alphabet_size;
-  const size_t nbits = options.truncate ? std::min(s.bits.size(), kMinSamples) : s.bits.size();
+  const size_t nbits = options.truncate ? std::min(s.bit_count(), kMinSamples) : s.bit_count();
   r.h_assessed = s.bits_per_symbol;
   if (!options.conditioned) {
     r.most_common_literal = r.h_original = most_common_value(s.symbols.data(), n, k);
     r.h_assessed = std::min(r.h_assessed, r.h_original);
   }
   if (k > 2 || options.conditioned) {
-    r.most_common_bitstring = r.h_bitstring = most_common_value(s.bits.data(), nbits, 2);
+    // The bitstring's most common value is its majority bit: counted, not written out.
+    const size_t ones = bitstring_ones(s, nbits);
+    r.most_common_bitstring = r.h_bitstring = most_common_value_of_mode(std::max(ones, nbits - ones), nbits);
     r.h_assessed = std::min(r.h_assessed, r.h_bitstring * s.bits_per_symbol);
   }
   r.independence = independence(s.symbols.data(), n, k);
@@ -534,9 +543,10 @@ IidResult assess_iid(const Samples& s, const IidOptions& options) {
   double sum = 0;
   for (uint8_t v : s.raw) sum += v;
   const Data d{s.symbols.data(), s.raw.data(), n, k, sum / static_cast<double>(n), median_of(s.symbols.data(), n, k)};
-  r.unpermuted = permutation_statistics(d.sym, d.raw, n, k, d.raw_mean, d.median);
+  Scratch w;
+  r.unpermuted = unpermuted_statistics(d, w);
   if (options.shuffles > 0) {
-    const PermutationOutcome o = permutation_test(d, r.unpermuted, options);
+    const PermutationOutcome o = permutation_test(d, r.unpermuted, options, std::move(w));
     r.counts = o.counts;
     r.shuffles_run = o.shuffles;
     r.permutation_passed = o.passed;

@@ -68,9 +68,10 @@ NonIidResult assess_non_iid(const Samples& s, const NonIidOptions& options) {
   r.bitstring.fill(kNotApplicable);
   r.has_literal = !options.conditioned;
   r.has_bitstring = s.alphabet_size > 2 || options.conditioned;
-  const size_t nbits = options.truncate ? std::min(s.bits.size(), kMinSamples) : s.bits.size();
+  const size_t nbits = options.truncate ? std::min(s.bit_count(), kMinSamples) : s.bit_count();
+  const PopulatedVector<uint8_t> bits = r.has_bitstring ? bitstring(s, nbits) : PopulatedVector<uint8_t>{};
   std::vector<Job> planned;
-  if (r.has_bitstring) add_track(planned, s.bits.data(), nbits, 2, true, r.bitstring);
+  if (r.has_bitstring) add_track(planned, bits.data(), bits.size(), 2, true, r.bitstring);
   if (r.has_literal)
     add_track(planned, s.symbols.data(), s.symbols.size(), s.alphabet_size, s.alphabet_size == 2, r.literal);
   std::stable_sort(planned.begin(), planned.end(), [](const Job& a, const Job& b) { return a.cost > b.cost; });

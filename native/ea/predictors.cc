@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/cpu.h"
+#include "common/populated.h"
 #include "ea/ea.h"
 
 namespace qe::ea {
@@ -422,7 +423,7 @@ class ContextTable {
   }
 
   void grow_followers() {
-    std::vector<Follower> old = std::move(followers_);
+    PopulatedVector<Follower> old = std::move(followers_);
     followers_.assign(old.size() * 2, {0, 0});
     follower_mask_ = followers_.size() - 1;
     for (const Follower& f : old) {
@@ -436,13 +437,14 @@ class ContextTable {
 
   size_t filter_bit(uint64_t h) const { return static_cast<size_t>(h >> 32) & filter_mask_; }
 
-  std::vector<Slot> slots_;
+  // Populated up front (common/populated.h): the tables are written all over as they fill.
+  PopulatedVector<Slot> slots_;
   size_t mask_ = 0;
   std::vector<uint64_t> filter_;  // see freeze()
   size_t filter_mask_ = 0;
-  std::vector<Context> contexts_;
+  PopulatedVector<Context> contexts_;
   // (context, follower) -> count, open addressing.
-  std::vector<Follower> followers_;
+  PopulatedVector<Follower> followers_;
   size_t follower_mask_ = 0;
   size_t follower_count_ = 0;
 };
@@ -633,8 +635,8 @@ QE_POPCNT_CLONES double binary_multi_mmc(const uint8_t* s, long n) {
   // reach the cap (order 16 alone, with a cap of 100,000).
   auto capped = [](int d) { return (long{4} << d) > kMmcMaxEntries; };
   static_assert((long{4} << (kMmcDepth - 2)) <= kMmcMaxEntries, "only the last order of a group of four may cap");
-  std::array<std::vector<V>, kMmcDepth> lean;
-  std::array<std::vector<std::array<uint32_t, 2>>, kMmcDepth> table;
+  std::array<PopulatedVector<V>, kMmcDepth> lean;
+  std::array<PopulatedVector<std::array<uint32_t, 2>>, kMmcDepth> table;
   std::array<long, kMmcDepth> entries{};
   for (int d = 0; d < kMmcDepth; ++d) {
     const auto du = static_cast<size_t>(d);

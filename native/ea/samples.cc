@@ -1,6 +1,9 @@
 // Reading a data set the way NIST's tool does: infer or check the symbol width, translate
 // the symbols present down to 0..k-1 and expand the raw symbols into a bitstring.
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
 #include <string>
 
 #include "ea/ea.h"
@@ -43,11 +46,51 @@ Samples prepare(const uint8_t* data, size_t n, int bits_per_symbol) {
   if (k <= 1) throw InputError("every sample is the same symbol: a single symbol carries no entropy");
   s.symbols.resize(n);
   for (size_t i = 0; i < n; ++i) s.symbols[i] = static_cast<uint8_t>(code[s.raw[i]]);
-  s.bits.resize(n * static_cast<size_t>(bits_per_symbol));
-  uint8_t* out = s.bits.data();
-  for (size_t i = 0; i < n; ++i)
-    for (int j = bits_per_symbol - 1; j >= 0; --j) *out++ = static_cast<uint8_t>((s.raw[i] >> j) & 1);
   return s;
+}
+
+namespace {
+
+// spread[v]: the 8 bits of v as 8 bytes, most significant bit in the first byte (memory
+// order), so one 8-byte store writes a symbol's bits and the next symbol starts
+// bits_per_symbol bytes on.
+const std::array<uint64_t, 256>& byte_spread() {
+  static const std::array<uint64_t, 256> spread = [] {
+    std::array<uint64_t, 256> t{};
+    for (size_t v = 0; v < 256; ++v) {
+      uint8_t bytes[8];
+      for (int j = 0; j < 8; ++j) bytes[j] = static_cast<uint8_t>((v >> (7 - j)) & 1);
+      std::memcpy(&t[v], bytes, 8);
+    }
+    return t;
+  }();
+  return spread;
+}
+
+}  // namespace
+
+PopulatedVector<uint8_t> bitstring(const Samples& s, size_t bits) {
+  const auto k = static_cast<size_t>(s.bits_per_symbol);
+  const size_t whole = std::min(bits, s.bit_count()) / k;  // samples written in full
+  const int align = 8 - s.bits_per_symbol;                 // the symbol's top bit to bit 7
+  const std::array<uint64_t, 256>& spread = byte_spread();
+  PopulatedVector<uint8_t> out(whole * k + 8);  // room for the last 8-byte store
+  uint8_t* at = out.data();
+  for (size_t i = 0; i < whole; ++i, at += k) std::memcpy(at, &spread[static_cast<uint8_t>(s.raw[i] << align)], 8);
+  out.resize(whole * k);
+  if (whole < s.raw.size())
+    for (size_t j = 0; out.size() < bits; ++j) out.push_back(static_cast<uint8_t>((s.raw[whole] >> (k - 1 - j)) & 1));
+  return out;
+}
+
+size_t bitstring_ones(const Samples& s, size_t bits) {
+  const auto k = static_cast<size_t>(s.bits_per_symbol);
+  const size_t whole = std::min(bits, s.bit_count()) / k;
+  size_t ones = 0;
+  for (size_t i = 0; i < whole; ++i) ones += static_cast<size_t>(std::popcount(s.raw[i]));
+  const size_t rest = std::min(bits, s.bit_count()) - whole * k;  // the top bits of one more sample
+  if (rest > 0) ones += static_cast<size_t>(std::popcount(static_cast<uint8_t>(s.raw[whole] >> (k - rest))));
+  return ones;
 }
 
 }  // namespace qe::ea

@@ -16,7 +16,11 @@ double most_common_value(const uint8_t* s, size_t n, int k) {
   if (n < 2) return kNotApplicable;
   std::vector<size_t> counts(static_cast<size_t>(std::max(k, 1)), 0);
   for (size_t i = 0; i < n; ++i) ++counts[s[i]];
-  const size_t mode = *std::max_element(counts.begin(), counts.end());
+  return most_common_value_of_mode(*std::max_element(counts.begin(), counts.end()), n);
+}
+
+double most_common_value_of_mode(size_t mode, size_t n) {
+  if (n < 2) return kNotApplicable;
   const double p = static_cast<double>(mode) / static_cast<double>(n);
   return -std::log2(detail::upper_bound(p, static_cast<double>(n)));
 }

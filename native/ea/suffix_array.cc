@@ -3,6 +3,8 @@
 // over the LCP intervals for the counts every tuple length needs.
 #include "ea/suffix_array.h"
 
+#include "common/populated.h"
+
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -239,11 +241,11 @@ class Windows {
 // passes over memory; long runs (repetitive data) use std::sort. The keys are left
 // uninitialised until scattered: the array is large, and zeroing it first would be one more
 // pass over memory.
-std::unique_ptr<uint64_t[]> sorted_windows(const Windows& windows, size_t n) {
+PopulatedArray<uint64_t> sorted_windows(const Windows& windows, size_t n) {
   std::array<size_t, 257> start{};
   windows.each([&start](uint64_t k) { ++start[(k >> 56) + 1]; });
   for (size_t b = 0; b < 256; ++b) start[b + 1] += start[b];
-  std::unique_ptr<uint64_t[]> keys(new uint64_t[n]);
+  PopulatedArray<uint64_t> keys(n);
   {
     std::array<size_t, 256> next;
     std::copy(start.begin(), start.end() - 1, next.begin());
@@ -301,7 +303,7 @@ bool counts_by_windows(const uint8_t* s, size_t n, int width, TupleCounts& out) 
   if (n < 2 * per_key) return false;
   const size_t full = n - per_key + 1;
   const uint64_t symbol_mask = (uint64_t{1} << width) - 1;
-  const std::unique_ptr<uint64_t[]> sorted = sorted_windows(Windows(s, full, width), full);
+  const PopulatedArray<uint64_t> sorted = sorted_windows(Windows(s, full, width), full);
   const uint64_t* const keys = sorted.get();
   // One pass: the scan also finds the longest common prefix and whether a whole window
   // repeats (then the counts are thrown away; the clamp only keeps the scan in range).

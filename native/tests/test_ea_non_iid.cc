@@ -233,3 +233,27 @@ QE_TEST(ea_binary_multi_mmc_matches_the_step_by_step_rule) {
       qe::check::fail(__FILE__, __LINE__, "trial " + std::to_string(trial) + ": " + qe::check::show(ours) + " vs " + qe::check::show(plain));
   }
 }
+
+// The bitstring both tracks read: each raw symbol's bits_per_symbol bits, most significant
+// first, cut after any number of bits (-t keeps 10^6, mid-symbol for widths that do not
+// divide it), and its count of ones as the IID track takes it without writing the bits out.
+QE_TEST(ea_bitstring_is_each_symbols_bits_most_significant_first) {
+  std::mt19937 gen(90);
+  for (int k = 1; k <= 8; ++k) {
+    std::vector<uint8_t> data(1001);
+    for (auto& v : data) v = static_cast<uint8_t>(gen() & ((1u << k) - 1));
+    data[0] = static_cast<uint8_t>((1u << k) - 1);  // the width is k, whatever the draws
+    const qe::ea::Samples s = qe::ea::prepare(data.data(), data.size(), k);
+    std::vector<uint8_t> expected;
+    for (uint8_t v : data)
+      for (int j = k - 1; j >= 0; --j) expected.push_back(static_cast<uint8_t>((v >> j) & 1));
+    CHECK_EQ(s.bit_count(), expected.size());
+    for (size_t cut : {expected.size(), expected.size() - 1, size_t{1000}, size_t{7}, size_t{1}}) {
+      const auto bits = qe::ea::bitstring(s, cut);
+      CHECK(std::vector<uint8_t>(bits.begin(), bits.end()) == std::vector<uint8_t>(expected.begin(), expected.begin() + static_cast<long>(cut)));
+      size_t ones = 0;
+      for (size_t i = 0; i < cut; ++i) ones += expected[i];
+      CHECK_EQ(qe::ea::bitstring_ones(s, cut), ones);
+    }
+  }
+}
