@@ -397,7 +397,10 @@ struct PermutationOutcome {
 
 // `warm` is the scratch the unpermuted statistics were computed with: the first thread
 // takes it over, so its ~9 MB of compression buffers are not allocated and faulted in again.
-PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOptions& options, Scratch&& warm) {
+// `alongside` is other work that the second thread does before it starts shuffling (the
+// only thread does it first), so that with two threads it costs no time.
+PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOptions& options, Scratch&& warm,
+                                    const std::function<void()>& alongside) {
   PermutationOutcome out;
   Active active;
   active.fill(true);
@@ -413,6 +416,7 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
   std::vector<std::function<void()>> jobs;
   for (unsigned th = 0; th < threads; ++th) {
     jobs.emplace_back([&, th] {
+      if (th == std::min(1u, threads - 1)) alongside();
       Xoshiro rng;
       uint64_t mix;
       std::memcpy(&mix, seed.data(), 8);
@@ -518,27 +522,31 @@ IidResult assess_iid(const Samples& s, const IidOptions& options) {
     r.most_common_bitstring = r.h_bitstring = most_common_value_of_mode(std::max(ones, nbits - ones), nbits);
     r.h_assessed = std::min(r.h_assessed, r.h_bitstring * s.bits_per_symbol);
   }
-  r.independence = independence(s.symbols.data(), n, k);
-  r.goodness_of_fit = goodness_of_fit(s.symbols.data(), n, k);
-  r.chi_square_passed = r.independence.p_value >= kChiSquareAlpha && r.goodness_of_fit.p_value >= kChiSquareAlpha;
+  // The chi-square and LRS tests need nothing of the permutation test's: with two threads
+  // they run while the first thread shuffles.
+  auto independent_tests = [&] {
+    r.independence = independence(s.symbols.data(), n, k);
+    r.goodness_of_fit = goodness_of_fit(s.symbols.data(), n, k);
+    r.chi_square_passed = r.independence.p_value >= kChiSquareAlpha && r.goodness_of_fit.p_value >= kChiSquareAlpha;
 
-  // §5.2.3: under IID, how likely is a repeat as long as the longest one seen?
-  const std::vector<double> p = proportions(s.symbols.data(), n, k);
-  long double p_col = 0;
-  for (double x : p) p_col += powl(static_cast<long double>(x), 2.0L);
-  r.lrs_collision_probability = static_cast<double>(p_col);
-  if (p_col > 1.0L - LDBL_EPSILON) {
-    r.lrs_probability = 1.0;
-    r.lrs_passed = true;
-  } else {
-    const auto w = static_cast<long>(detail::tuple_counts(s.symbols.data(), n).longest_repeat);
-    r.lrs_length = w;
-    const long double no_collision_per_pair = log1pl(-powl(p_col, static_cast<long double>(w)));
-    const long m = static_cast<long>(n) - w + 1;
-    const auto pairs = static_cast<long double>((m * m - m) / 2);
-    r.lrs_probability = static_cast<double>(1.0L - expl(pairs * no_collision_per_pair));
-    r.lrs_passed = logl(0.999L) >= pairs * no_collision_per_pair;
-  }
+    // §5.2.3: under IID, how likely is a repeat as long as the longest one seen?
+    const std::vector<double> p = proportions(s.symbols.data(), n, k);
+    long double p_col = 0;
+    for (double x : p) p_col += powl(static_cast<long double>(x), 2.0L);
+    r.lrs_collision_probability = static_cast<double>(p_col);
+    if (p_col > 1.0L - LDBL_EPSILON) {
+      r.lrs_probability = 1.0;
+      r.lrs_passed = true;
+    } else {
+      const auto w = static_cast<long>(detail::tuple_counts(s.symbols.data(), n).longest_repeat);
+      r.lrs_length = w;
+      const long double no_collision_per_pair = log1pl(-powl(p_col, static_cast<long double>(w)));
+      const long m = static_cast<long>(n) - w + 1;
+      const auto pairs = static_cast<long double>((m * m - m) / 2);
+      r.lrs_probability = static_cast<double>(1.0L - expl(pairs * no_collision_per_pair));
+      r.lrs_passed = logl(0.999L) >= pairs * no_collision_per_pair;
+    }
+  };
 
   double sum = 0;
   for (uint8_t v : s.raw) sum += v;
@@ -546,10 +554,12 @@ IidResult assess_iid(const Samples& s, const IidOptions& options) {
   Scratch w;
   r.unpermuted = unpermuted_statistics(d, w);
   if (options.shuffles > 0) {
-    const PermutationOutcome o = permutation_test(d, r.unpermuted, options, std::move(w));
+    const PermutationOutcome o = permutation_test(d, r.unpermuted, options, std::move(w), independent_tests);
     r.counts = o.counts;
     r.shuffles_run = o.shuffles;
     r.permutation_passed = o.passed;
+  } else {
+    independent_tests();
   }
   r.passed = r.chi_square_passed && r.lrs_passed && r.permutation_passed;
   return r;

@@ -26,14 +26,18 @@ void near(const std::string& what, double ours, double nist) {
     qe::check::fail(__FILE__, __LINE__, what + ": " + qe::check::show(ours) + " vs NIST " + qe::check::show(nist));
 }
 
-void check_file(const std::string& name) {
+// With shuffles, the chi-square and LRS tests run on the second thread while the first
+// shuffles (threads >= 2) or before the shuffles (one thread): the values must not change.
+void check_file(const std::string& name, unsigned threads = 1, unsigned shuffles = 0) {
   const auto ref = read_ea_reference(name + ".iid.res");
   const std::vector<uint8_t> data = read_samples(name + ".bin");
   const qe::ea::Samples s = qe::ea::prepare(data.data(), data.size(), 0);
   qe::ea::IidOptions opt;
-  opt.shuffles = 0;  // the unpermuted values only; verdicts are tested below
+  opt.threads = threads;
+  opt.shuffles = shuffles;  // verdicts are tested below
   const qe::ea::IidResult r = qe::ea::assess_iid(s, opt);
-  const std::string n = name + " ";
+  CHECK_EQ(r.shuffles_run, shuffles);
+  const std::string n = name + " (" + std::to_string(threads) + " threads) ";
   near(n + "literal MCV", r.most_common_literal, ref.at("Literal most_common_value"));
   if (ref.has("Bitstring most_common_value")) {
     near(n + "bitstring MCV", r.most_common_bitstring, ref.at("Bitstring most_common_value"));
@@ -124,11 +128,18 @@ QE_TEST(ea_iid_run_statistics_match_their_definitions) {
   runs_match_their_definitions("median 255", high, 255);
 }
 
-QE_TEST(ea_iid_short_file_deterministic_values) { check_file("rand8_short"); }
+QE_TEST(ea_iid_short_file_deterministic_values) {
+  check_file("rand8_short");
+  check_file("rand8_short", 1, 3);
+  check_file("rand8_short", 2, 4);
+}
 
 #if !defined(__SANITIZE_ADDRESS__)  // minutes under ASan; the short file covers the code there
 QE_TEST(ea_iid_million_sample_deterministic_values) {
-  for (const char* name : {"truerand_1bit", "truerand_4bit", "truerand_8bit", "biased-random-bytes", "normal"}) check_file(name);
+  for (const char* name : {"truerand_1bit", "truerand_4bit", "truerand_8bit", "biased-random-bytes", "normal"}) {
+    check_file(name);
+    check_file(name, 2, 2);
+  }
 }
 #endif
 
