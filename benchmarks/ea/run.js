@@ -33,6 +33,12 @@ const tracks = arg('tracks', 'non-iid,iid').split(',');
 const only = arg('files', '8-bit,4-bit,1-bit').split(',');
 const cores = os.availableParallelism();
 const nistDir = process.env.NIST_EA_DIR;
+// One-thread rows run both tools on one CPU (taskset): on the VMs measured here the two
+// vCPUs ran the same process ~50% apart in speed (one also takes the host's interrupts), so
+// unpinned one-thread runs timed the scheduler's choice of CPU as much as either tool.
+// --pin none turns this off; the default is the last CPU.
+const pinArg = arg('pin', String(cores - 1));
+const pin = pinArg !== 'none' && cores > 1 && spawnSync('taskset', ['-c', pinArg, 'true']).status === 0 ? pinArg : null;
 
 // Reference wall times from ../shared/vectors/sp800-90b/README.md (same kind of machine).
 const RECORDED = {
@@ -42,11 +48,12 @@ const RECORDED = {
   'iid 1-bit': 'not finished after 18 CPU-minutes',
 };
 
-function run(cmd, args, env = {}) {
+function run(cmd, args, env = {}, threads = 0) {
   const runs = [];
+  const [file, argv] = threads === 1 && pin !== null ? ['taskset', ['-c', pin, cmd, ...args]] : [cmd, args];
   for (let i = 0; i < repeat; i++) {
     const t0 = process.hrtime.bigint();
-    const r = spawnSync(cmd, args, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const r = spawnSync(file, argv, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
     runs.push({ seconds, out: r.stdout });
@@ -59,7 +66,7 @@ function run(cmd, args, env = {}) {
 const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
 
 function ours(track, file, threads) {
-  const r = run(process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)]);
+  const r = run(process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)], {}, threads);
   const j = JSON.parse(r.out);
   if (track !== 'iid') return { seconds: r.seconds, h: j.non_iid.h_assessed, verdict: '' };
   // Shuffles run, and how many of them computed the compression statistic (its counts).
@@ -78,7 +85,7 @@ function nist(track, file, threads) {
   const tool = path.join(nistDir, track === 'iid' ? 'ea_iid' : 'ea_non_iid');
   // ea_iid prints its progress (a percentage of its 10,000 rounds) only at verbosity 2 (-v);
   // there the assessed value is the min(H_original, k X H_bitstring) line (H_original for bits).
-  const r = run(tool, [...(track === 'iid' ? ['-v'] : ['-v', '-v', '-v']), file], { OMP_NUM_THREADS: String(threads) });
+  const r = run(tool, [...(track === 'iid' ? ['-v'] : ['-v', '-v', '-v']), file], { OMP_NUM_THREADS: String(threads) }, threads);
   const m = /Assessed min entropy: (\S+)/.exec(r.out) ?? /min\(H_original, \d+ X H_bitstring\): (\S+)/.exec(r.out) ?? /^H_original: (\S+)/m.exec(r.out);
   if (track !== 'iid') return { seconds: r.seconds, h: m ? Number(m[1]) : NaN, verdict: '' };
   // The compression statistic's three counts are in its results table.
@@ -138,7 +145,8 @@ const files = [
 
 console.log(`SP 800-90B assessment benchmark, ${os.cpus()[0]?.model ?? 'cpu'}, ${cores} cores, load average ${os.loadavg()[0].toFixed(1)}`);
 // Our figures include starting Node and loading the CLI; this is that fixed cost.
-console.log(`qentropy process start-up (qentropy version): ${run(process.execPath, [cli, 'version']).seconds.toFixed(2)} s, included below`);
+console.log(`qentropy process start-up (qentropy version): ${run(process.execPath, [cli, 'version'], {}, 1).seconds.toFixed(2)} s, included below`);
+console.log(pin !== null ? `one-thread rows: both tools pinned to CPU ${pin} (taskset)` : 'one-thread rows: not pinned');
 console.log(nistDir ? `NIST tool: ${nistDir}` : 'NIST tool: NIST_EA_DIR not set; showing the reference times recorded with the vectors');
 console.log('');
 const pad = (s, n) => String(s).padEnd(n);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/cpu.h"  // QE_POPCNT_CLONES
 #include "ea/ea.h"
 
 namespace qe::ea {
@@ -83,7 +84,7 @@ PopulatedVector<uint8_t> bitstring(const Samples& s, size_t bits) {
   return out;
 }
 
-size_t bitstring_ones(const Samples& s, size_t bits) {
+QE_POPCNT_CLONES size_t bitstring_ones(const Samples& s, size_t bits) {
   const auto k = static_cast<size_t>(s.bits_per_symbol);
   const size_t whole = std::min(bits, s.bit_count()) / k;
   size_t ones = 0;
