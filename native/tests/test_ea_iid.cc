@@ -70,7 +70,7 @@ qe::ea::IidResult shuffled(const std::vector<uint8_t>& data, unsigned threads, u
   return qe::ea::assess_iid(s, opt);
 }
 
-// The run statistics (§5.1.2-6) by their definitions, one element at a time: the number of
+// The excursion and run statistics (§5.1.1-6) by their definitions, one element at a time: the number of
 // runs and the longest run of the bits bit(0) .. bit(length - 1).
 template <typename Bit>
 std::pair<double, double> runs_by_definition(size_t length, Bit bit) {
@@ -87,12 +87,21 @@ std::pair<double, double> runs_by_definition(size_t length, Bit bit) {
   return {runs, longest};
 }
 
-// Non-binary symbols: directional runs (statistics 1-3) and runs about the median (4-5).
+// Non-binary symbols: the excursion (statistic 0), directional runs (1-3) and runs about
+// the median (4-5).
 void runs_match_their_definitions(const std::string& what, const std::vector<uint8_t>& v, double median) {
   const size_t n = v.size();
   double sum = 0;
   for (uint8_t x : v) sum += x;
-  const auto t = qe::ea::permutation_statistics(v.data(), v.data(), n, 256, sum / static_cast<double>(n), median);
+  const double mean = sum / static_cast<double>(n);
+  const auto t = qe::ea::permutation_statistics(v.data(), v.data(), n, 256, mean, median);
+  // The excursion (§5.1.1) exactly as the tool computes it, a running double sum.
+  double running = 0, excursion = 0;
+  for (size_t i = 0; i < n; ++i) {
+    running += v[i];
+    excursion = std::max(excursion, std::fabs(running - static_cast<double>(i + 1) * mean));
+  }
+  CHECK_EQ(t[0], excursion);
   const auto up = [&](size_t i) { return v[i] <= v[i + 1]; };
   const auto [runs, longest] = runs_by_definition(n - 1, up);
   double ups = 0;
