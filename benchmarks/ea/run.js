@@ -2,7 +2,7 @@
 // side on the same 10^6-sample files (NIST's own truerand_8bit, truerand_4bit and
 // truerand_1bit from ../shared/vectors/sp800-90b), one thread and every core.
 //
-//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid --files 8-bit,4-bit,1-bit]
+//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid --files 8-bit,4-bit,1-bit --pin CPU|none]
 //
 // NIST's tool is not part of the project: point NIST_EA_DIR at a directory holding
 // ea_non_iid and ea_iid built from usnistgov/SP800-90B_EntropyAssessment (see
@@ -48,25 +48,38 @@ const RECORDED = {
   'iid 1-bit': 'not finished after 18 CPU-minutes',
 };
 
-function run(cmd, args, env = {}, threads = 0) {
-  const runs = [];
+// One timed run of a command (pinned to one CPU for one-thread rows).
+function runOnce([cmd, args, env, threads]) {
   const [file, argv] = threads === 1 && pin !== null ? ['taskset', ['-c', pin, cmd, ...args]] : [cmd, args];
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(file, argv, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
+  return { seconds, out: r.stdout };
+}
+
+// --repeat runs of each command, the tools taking turns (A B, B A, A B, ...): the host's
+// other tenants change the machine's speed from one minute to the next, and taking turns
+// spreads that over both tools instead of handing it to whichever ran second.
+function sideBySide(commands) {
+  const runs = commands.map(() => []);
   for (let i = 0; i < repeat; i++) {
-    const t0 = process.hrtime.bigint();
-    const r = spawnSync(file, argv, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
-    runs.push({ seconds, out: r.stdout });
+    const order = commands.map((_, k) => (i % 2 === 0 ? k : commands.length - 1 - k));
+    for (const k of order) runs[k].push(runOnce(commands[k]));
   }
-  const best = Math.min(...runs.map((x) => x.seconds));
-  const mean = runs.reduce((a, x) => a + x.seconds, 0) / runs.length;
-  return { seconds: best, mean, runs, out: runs[runs.length - 1].out };
+  return runs.map((r) => ({
+    seconds: Math.min(...r.map((x) => x.seconds)),
+    mean: r.reduce((a, x) => a + x.seconds, 0) / r.length,
+    runs: r,
+    out: r[r.length - 1].out,
+  }));
 }
 
 const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
 
-function ours(track, file, threads) {
-  const r = run(process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)], {}, threads);
+const oursCommand = (track, file, threads) => [process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)], {}, threads];
+
+function ours(track, r) {
   const j = JSON.parse(r.out);
   if (track !== 'iid') return { seconds: r.seconds, h: j.non_iid.h_assessed, verdict: '' };
   // Shuffles run, and how many of them computed the compression statistic (its counts).
@@ -81,11 +94,16 @@ function ours(track, file, threads) {
   return { seconds: r.mean, h: j.iid.h_assessed, verdict: j.iid.passed ? 'IID' : 'not IID', shuffles, compressions, work };
 }
 
-function nist(track, file, threads) {
-  const tool = path.join(nistDir, track === 'iid' ? 'ea_iid' : 'ea_non_iid');
-  // ea_iid prints its progress (a percentage of its 10,000 rounds) only at verbosity 2 (-v);
-  // there the assessed value is the min(H_original, k X H_bitstring) line (H_original for bits).
-  const r = run(tool, [...(track === 'iid' ? ['-v'] : ['-v', '-v', '-v']), file], { OMP_NUM_THREADS: String(threads) }, threads);
+// ea_iid prints its progress (a percentage of its 10,000 rounds) only at verbosity 2 (-v);
+// there the assessed value is the min(H_original, k X H_bitstring) line (H_original for bits).
+const nistCommand = (track, file, threads) => [
+  path.join(nistDir, track === 'iid' ? 'ea_iid' : 'ea_non_iid'),
+  [...(track === 'iid' ? ['-v'] : ['-v', '-v', '-v']), file],
+  { OMP_NUM_THREADS: String(threads) },
+  threads,
+];
+
+function nist(track, r) {
   const m = /Assessed min entropy: (\S+)/.exec(r.out) ?? /min\(H_original, \d+ X H_bitstring\): (\S+)/.exec(r.out) ?? /^H_original: (\S+)/m.exec(r.out);
   if (track !== 'iid') return { seconds: r.seconds, h: m ? Number(m[1]) : NaN, verdict: '' };
   // The compression statistic's three counts are in its results table.
@@ -145,7 +163,8 @@ const files = [
 
 console.log(`SP 800-90B assessment benchmark, ${os.cpus()[0]?.model ?? 'cpu'}, ${cores} cores, load average ${os.loadavg()[0].toFixed(1)}`);
 // Our figures include starting Node and loading the CLI; this is that fixed cost.
-console.log(`qentropy process start-up (qentropy version): ${run(process.execPath, [cli, 'version'], {}, 1).seconds.toFixed(2)} s, included below`);
+const [startup] = sideBySide([[process.execPath, [cli, 'version'], {}, 1]]);
+console.log(`qentropy process start-up (qentropy version): ${startup.seconds.toFixed(2)} s, included below`);
 console.log(pin !== null ? `one-thread rows: both tools pinned to CPU ${pin} (taskset)` : 'one-thread rows: not pinned');
 console.log(nistDir ? `NIST tool: ${nistDir}` : 'NIST tool: NIST_EA_DIR not set; showing the reference times recorded with the vectors');
 console.log('');
@@ -156,17 +175,18 @@ for (const track of tracks) {
   for (const [label, name] of files.filter(([label]) => only.includes(label))) {
     const file = path.join(vectors, name);
     for (const threads of [...new Set([1, cores])]) {
-      const o = ours(track, file, threads);
+      // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
+      // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
+      const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
+      const [ourRuns, nistRuns] = sideBySide([oursCommand(track, file, threads), ...(skipNist ? [] : [nistCommand(track, file, threads)])]);
+      const o = ours(track, ourRuns);
       const key = `${track} ${label}`;
       let nistCell = RECORDED[key] ? `(${RECORDED[key]})` : '-';
       let speed = '';
       let agree = `${o.h.toFixed(6)} ${o.verdict}${track === 'iid' ? `; shuffles ${o.shuffles.toFixed(0)}, compressions ${o.compressions.toFixed(0)}` : ''}`;
-      // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
-      // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
-      const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
       let nistWork = null;
       if (!skipNist) {
-        const n = nist(track, file, threads);
+        const n = nist(track, nistRuns);
         nistWork = n.work ? n : null;
         nistCell = `${n.seconds.toFixed(2)} s`;
         speed = `${(n.seconds / o.seconds).toFixed(1)}x`;
