@@ -454,7 +454,14 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
   std::vector<std::function<void()>> jobs;
   for (unsigned th = 0; th < threads; ++th) {
     jobs.emplace_back([&, th] {
-      if (th == std::min(1u, threads - 1)) alongside();
+      if (th == std::min(1u, threads - 1)) {
+        try {
+          alongside();
+        } catch (...) {
+          settled = true;  // no point shuffling on: the assessment fails with this error
+          throw;
+        }
+      }
       Xoshiro rng;
       uint64_t mix;
       std::memcpy(&mix, seed.data(), 8);
