@@ -38,7 +38,9 @@ struct PopulatedAllocator {
     // Each buffer starts a different number of cache lines into its first page. Buffers that
     // all start on a page boundary put element i of every one of them in the same L1 set and
     // give loads and stores at equal offsets the same low 12 address bits, which the CPU
-    // takes for a dependency (4K aliasing): the bzip2 model ran 60% slower that way. 29 is
+    // may take for a dependency (4K aliasing). (A first measurement blamed this for a 60%
+    // slower bzip2 model; it was taken before we knew this VM's two vCPUs differ that much
+    // in speed, so it is unconfirmed. The offsets cost under a page per buffer.) 29 is
     // prime to the 63 line offsets, so consecutive buffers start far apart in the page.
     const size_t offset = kLine * (1 + populated_colour.fetch_add(1, std::memory_order_relaxed) * 29 % (kPage / kLine - 1));
     void* p = mmap(nullptr, bytes + offset, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
