@@ -252,6 +252,32 @@ size_t split_groups(size_t from, size_t to, Key key, Heads heads, Bzip2Size::Wor
   return in_ties;
 }
 
+// The runs of two or more equal keys (keyed[k] >> 32) in the sorted keys, added to `tied`;
+// returns how many elements they hold. After the radix sort almost no neighbours tie, so
+// 64 neighbours are checked at a time (a compare-and-or loop the compiler vectorises) and
+// only a block with a tie is walked.
+size_t tied_key_runs(const uint64_t* keyed, size_t m, std::vector<Span>& tied) {
+  const auto key = [keyed](size_t k) { return keyed[k] >> 32; };
+  size_t in_ties = 0;
+  for (size_t k = 1; k < m;) {
+    const size_t end = std::min(m, k + 64);
+    bool any = false;
+    for (size_t j = k; j < end; ++j) any |= key(j) == key(j - 1);
+    if (!any) {
+      k = end;
+      continue;
+    }
+    while (key(k) != key(k - 1)) ++k;
+    const size_t start = k - 1;
+    size_t stop = k + 1;
+    while (stop < m && key(stop) == key(start)) ++stop;
+    tied.push_back({start, stop - start});
+    in_ties += stop - start;
+    k = stop + 1;  // key(stop) differs from key(stop - 1): the next tie can start at stop
+  }
+  return in_ties;
+}
+
 // An entry of the sorted rotations as the fill reads it: the rotation's index and the dense
 // rank of the token before it.
 constexpr uint32_t kIndexBits = 20, kIndexMask = (1u << kIndexBits) - 1, kBeforeMask = (1u << (32 - kIndexBits)) - 1;
@@ -309,7 +335,13 @@ void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct,
   constexpr unsigned kMaxDigitBits = 11;
   const unsigned per_digit = bits >= kMaxDigitBits ? 1 : kMaxDigitBits / bits;
   const unsigned digit_bits = per_digit * bits;
-  const unsigned passes = std::max(1u, 32 / digit_bits);
+  // Each pass scatters the whole array, so only as many as leave few ties among m random
+  // rotations: keys of at least log2(m) + 6 bits (an expected tied fraction m / 2^bits of at
+  // most 1/64), which the direct comparisons then order cheaply. For the text of 8-bit
+  // samples that is three tokens, not four. (Less random data ties more and is still exact.)
+  const unsigned max_passes = std::max(1u, 32 / digit_bits);
+  unsigned passes = 1;
+  while (passes < max_passes && (uint64_t{1} << (passes * digit_bits)) < uint64_t{m} * 64) ++passes;
   const size_t per_key = size_t{passes} * per_digit;
   const unsigned key_bits = passes * digit_bits;
   // Keys as (prefix << 32 | the token before | index), the prefix rolled from the end:
@@ -321,14 +353,15 @@ void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct,
   uint64_t prefix = 0;
   for (size_t j = 0; j < per_key; ++j) prefix = (prefix << bits) | dense[(m - 1 + j) % m];
   prefix &= (uint64_t{1} << key_bits) - 1;
-  for (size_t i = m; i-- > 0;) {
-    if (i < m - 1) prefix = (uint64_t{dense[i]} << (key_bits - bits)) | (prefix >> bits);
-    keyed[i] = (prefix << 32) | sorted_entry(i, dense);
-  }
+  // The histogram of the last digit, counted as the keys are made, serves every pass.
   const uint64_t digit_mask = (uint64_t{1} << digit_bits) - 1;
   std::vector<uint32_t>& count = w.radix_count;
   count.assign(size_t{1} << digit_bits, 0);
-  for (uint64_t x : keyed) ++count[(x >> 32) & digit_mask];
+  for (size_t i = m; i-- > 0;) {
+    if (i < m - 1) prefix = (uint64_t{dense[i]} << (key_bits - bits)) | (prefix >> bits);
+    keyed[i] = (prefix << 32) | sorted_entry(i, dense);
+    ++count[prefix & digit_mask];
+  }
   w.keyed_tmp.resize(m);
   std::vector<uint32_t>& start = w.radix_start;
   start.resize(count.size());
@@ -342,24 +375,29 @@ void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct,
     for (uint64_t x : keyed) w.keyed_tmp[start[(x >> shift) & digit_mask]++] = x;
     keyed.swap(w.keyed_tmp);
   }
+  // The groups of equal keys (no heads yet: a random write per rotation, needed only below).
+  w.tied.clear();
+  size_t tied_elements = tied_key_runs(keyed.data(), m, w.tied);
+  if (w.tied.empty()) return;
+  // sa (rotation indices in sorted order) is what the tie-breakers work on; the rotations
+  // already in place need none.
   auto& sa = w.sa;
   sa.resize(m);
-  for (size_t k = 0; k < m; ++k) sa[k] = static_cast<uint32_t>(keyed[k]) & kIndexMask;
-  // The groups of equal keys (no heads yet: a random write per rotation, needed only below).
-  const auto prefix_of = [&keyed](size_t k) { return keyed[k] >> 32; };
-  w.tied.clear();
-  size_t tied_elements = split_groups(0, m, prefix_of, Heads::off, w, w.tied);
-  if (w.tied.empty()) return;
+  const auto index_at = [&keyed](size_t k) { return static_cast<uint32_t>(keyed[k]) & kIndexMask; };
+  for (const Span& g : w.tied)
+    for (size_t k = g.start; k < g.start + g.size; ++k) sa[k] = index_at(k);
   if (tied_elements <= m / 4 && order_ties_directly(per_key, dense, w)) {
     for (const Span& g : w.tied)
       for (size_t k = g.start; k < g.start + g.size; ++k) keyed[k] = (keyed[k] & ~uint64_t{0xFFFFFFFF}) | sorted_entry(sa[k], dense);
     return;
   }
-  // A long repeat: the same groups again, now with every element's head (sa may have been
-  // reordered within the groups, where the keys are equal).
+  // A long repeat: all of sa, in key order (whatever order the direct comparisons left
+  // within groups of equal keys is as good), and the same groups again, now with every
+  // element's head.
+  for (size_t k = 0; k < m; ++k) sa[k] = index_at(k);
   w.head.resize(m);
   w.tied.clear();
-  tied_elements = split_groups(0, m, prefix_of, Heads::on, w, w.tied);
+  tied_elements = split_groups(0, m, [&keyed](size_t k) { return keyed[k] >> 32; }, Heads::on, w, w.tied);
   prefix_doubling(per_key, tied_elements, w);
   for (size_t k = 0; k < m; ++k) keyed[k] = sorted_entry(sa[k], dense);
 }
