@@ -178,9 +178,6 @@ struct Fill {
 // Buffers reused across calls (a shuffle's text is ~3.6 MB). Those that grow with the data
 // are populated up front (common/populated.h): they are written in full on the first call.
 struct Bzip2Size::Workspace {
-  PopulatedVector<char> text;  // of_decimal_samples: the samples' text, text_size bytes of it
-  size_t text_size = 0;
-  PopulatedVector<uint32_t> token_at;  // of_decimal_samples: where each sample's token starts in text
   std::vector<char> rotated;
   PopulatedVector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
   std::vector<uint32_t> token_type, sa, next_sa, head, next_head, cursor;
@@ -1010,12 +1007,18 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
 // bytes handed on reach 100k x level - 19. So a block ends at the first start of a run at or
 // past that size, provided a byte follows it (otherwise the rest is the last block). Assumes
 // no run longer than 3 (there the first stage would insert a count byte).
-std::vector<Span> block_spans(const char* text, size_t size, int block_size_100k) {
+// char_at(p) is the text's character at p; it is asked for positions in increasing order.
+template <typename CharAt>
+std::vector<Span> block_spans(CharAt char_at, size_t size, int block_size_100k) {
   const size_t block_max = 100000 * static_cast<size_t>(block_size_100k) - 19;
   std::vector<Span> blocks;
   for (size_t start = 0;;) {
     size_t end = start + block_max;
-    while (end < size && text[end] == text[end - 1]) ++end;
+    for (char previous = end < size ? char_at(end - 1) : 0; end < size;) {
+      const char c = char_at(end);
+      if (c != previous) break;
+      ++end;
+    }
     if (end + 2 > size) {
       blocks.push_back({start, size - start});
       return blocks;
@@ -1042,7 +1045,7 @@ std::optional<size_t> Bzip2Size::of_decimal_text(const char* text, size_t size, 
   }
   Workspace& w = *w_;
   uint64_t bits = kStreamHeaderBits + kStreamTrailerBits;
-  for (const Span& b : block_spans(text, size, block_size_100k)) {
+  for (const Span& b : block_spans([text](size_t p) { return text[p]; }, size, block_size_100k)) {
     if (b.size == 0) continue;
     w.token_type.clear();
     w.long_types.clear();
@@ -1053,27 +1056,19 @@ std::optional<size_t> Bzip2Size::of_decimal_text(const char* text, size_t size, 
   return static_cast<size_t>((bits + 7) / 8);
 }
 
-size_t Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
-  if (const std::optional<size_t> size = model_of_decimal_samples(samples, n, block_size_100k)) return *size;
-  // The model declines only what decimal samples never make; libbz2 answers then, on the
-  // text the model just wrote, so a gap in the model costs time, never a wrong statistic.
-  require_bzip2();
-  auto length = static_cast<unsigned>(w_->text_size + w_->text_size / 50 + 700);
-  std::vector<char> out(length);
-  if (!bzip2_compress(out.data(), &length, w_->text.data(), static_cast<unsigned>(w_->text_size), block_size_100k))
-    throw std::runtime_error("libbz2 could not compress the samples' decimal text");
-  return length;
-}
+namespace {
 
-std::optional<size_t> Bzip2Size::model_of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
-  // The text, each value's digits and a space written four bytes at a time, and where each
-  // value's token starts; token_at[n] is one past the (absent) space after the last value.
-  static const auto table = [] {
-    struct {
-      std::array<std::array<char, 4>, 256> chars{};
-      std::array<uint8_t, 256> length{};
-      std::array<uint32_t, 256> type{};
-    } t;
+// Each byte value's decimal digits followed by a space, its length in characters and its
+// token type.
+struct DecimalTable {
+  std::array<std::array<char, 4>, 256> chars{};
+  std::array<uint8_t, 256> length{};
+  std::array<uint32_t, 256> type{};
+};
+
+const DecimalTable& decimal_table() {
+  static const DecimalTable table = [] {
+    DecimalTable t;
     for (size_t v = 0; v < 256; ++v) {
       const std::string d = std::to_string(v);
       std::copy(d.begin(), d.end(), t.chars[v].begin());
@@ -1083,43 +1078,106 @@ std::optional<size_t> Bzip2Size::model_of_decimal_samples(const uint8_t* samples
     }
     return t;
   }();
-  Workspace& w = *w_;
-  w.text.resize(n * 4 + 4);
-  w.token_at.resize(n + 1);
-  char* const text = w.text.data();
-  uint32_t at = 0;
-  for (size_t i = 0; i < n; ++i) {
-    w.token_at[i] = at;
-    std::memcpy(text + at, table.chars[samples[i]].data(), 4);
-    at += table.length[samples[i]];
-  }
-  w.token_at[n] = at;
-  const size_t size = w.text_size = n > 0 ? at - 1 : 0;  // no space after the last value
-  if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
+  return table;
+}
 
+// Characters of "v0 v1 ... vn-1 " read from the samples without writing the text out (the
+// model needs only a few of them: where blocks end and the tokens that wrap around), at
+// positions that only move forward.
+class DecimalText {
+ public:
+  DecimalText(const uint8_t* samples, size_t n) : samples_(samples), n_(n) {}
+
+  // Characters in the text (n tokens, no space after the last one).
+  size_t size() const { return n_ > 0 ? span(0, n_) - 1 : 0; }
+  // Moves to the token holding position p (p at or after the current token's start).
+  void seek(size_t p) {
+    constexpr size_t kChunk = 64;
+    for (size_t chunk; i_ + kChunk <= n_ && start_ + (chunk = span(i_, i_ + kChunk)) <= p; i_ += kChunk) start_ += chunk;
+    while (start_ + length(i_) <= p) start_ += length(i_++);
+  }
+  size_t token() const { return i_; }
+  size_t token_start() const { return start_; }
+  char at(size_t p) {
+    seek(p);
+    return decimal_table().chars[samples_[i_]][p - start_];
+  }
+
+ private:
+  // "v " takes 2 characters, 3 from 10 on, 4 from 100 on: a sum the compiler vectorises.
+  size_t span(size_t from, size_t to) const {
+    size_t chars = 0;
+    for (size_t k = from; k < to; ++k) chars += 2u + (samples_[k] >= 10) + (samples_[k] >= 100);
+    return chars;
+  }
+  size_t length(size_t k) const { return decimal_table().length[samples_[k]]; }
+
+  const uint8_t* samples_;
+  size_t n_;
+  size_t i_ = 0, start_ = 0;
+};
+
+}  // namespace
+
+size_t Bzip2Size::of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
+  if (const std::optional<size_t> size = model_of_decimal_samples(samples, n, block_size_100k)) return *size;
+  // The model declines only what decimal samples never make; libbz2 answers then, on the
+  // text itself, so a gap in the model costs time, never a wrong statistic.
+  require_bzip2();
+  const DecimalTable& table = decimal_table();
+  std::vector<char> text(n * 4 + 4);
+  size_t size = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(text.data() + size, table.chars[samples[i]].data(), 4);
+    size += table.length[samples[i]];
+  }
+  size = n > 0 ? size - 1 : 0;  // no space after the last value
+  auto length = static_cast<unsigned>(size + size / 50 + 700);
+  std::vector<char> out(length);
+  if (!bzip2_compress(out.data(), &length, text.data(), static_cast<unsigned>(size), block_size_100k))
+    throw std::runtime_error("libbz2 could not compress the samples' decimal text");
+  return length;
+}
+
+std::optional<size_t> Bzip2Size::model_of_decimal_samples(const uint8_t* samples, size_t n, int block_size_100k) {
+  if (block_size_100k < 1 || block_size_100k > 9) return std::nullopt;
+  const DecimalTable& table = decimal_table();
+  Workspace& w = *w_;
+  DecimalText ends(samples, n);
+  const size_t size = ends.size();
+  const std::vector<Span> blocks = block_spans([&ends](size_t p) { return ends.at(p); }, size, block_size_100k);
+
+  DecimalText text(samples, n);
   uint64_t bits = kStreamHeaderBits + kStreamTrailerBits;
-  for (const Span& b : block_spans(text, size, block_size_100k)) {
+  for (const Span& b : blocks) {
     if (b.size == 0) continue;
     const size_t a = b.start, e = b.start + b.size;
     // Sample `first` holds the block's first character; the block's first space ends it.
     // Whole tokens follow up to sample `last - 1`; then the block's tail (digits of sample
     // `last`) wraps around to its head (the rest of sample `first`): one token, the junction.
-    const auto* at_begin = w.token_at.data();
-    const size_t first = static_cast<size_t>(std::upper_bound(at_begin, at_begin + n + 1, a) - at_begin) - 1;
-    const size_t first_space = w.token_at[first + 1] - 1;
+    text.seek(a);
+    const size_t first = text.token(), first_start = text.token_start();
+    const size_t first_space = first_start + table.length[samples[first]] - 1;
     w.token_type.clear();
     w.long_types.clear();
     if (first_space >= e) {
-      if (!naive_last_column(text + a, b.size, w)) return std::nullopt;
+      // No space in the block: only a short block can be so (its characters, then).
+      if (b.size > kNaiveSortLimit) return std::nullopt;
+      std::vector<char> chars(b.size);
+      for (size_t p = a; p < e; ++p) chars[p - a] = text.at(p);
+      if (!naive_last_column(chars.data(), b.size, w)) return std::nullopt;
     } else {
-      const size_t last = static_cast<size_t>(std::upper_bound(at_begin, at_begin + n + 1, e) - at_begin) - 1;
+      // The last block ends with the text, in the last sample (which has no space after it).
+      if (e < size) text.seek(e);
+      const size_t last = e < size ? text.token() : n - 1;
+      const size_t last_start = e < size ? text.token_start() : size + 1 - table.length[samples[n - 1]];
       w.token_type.resize(last > first + 1 ? last - first - 1 : 0);
       uint32_t* type_of = w.token_type.data();
       for (size_t i = first + 1; i < last; ++i) *type_of++ = table.type[samples[i]];
       char junction[2 * 3 + 1];
-      const size_t tail = e - w.token_at[last], head = first_space - a;
-      std::memcpy(junction, text + w.token_at[last], tail);
-      std::memcpy(junction + tail, text + a, head);
+      const size_t tail = e - last_start, head = first_space - a;
+      std::memcpy(junction, table.chars[samples[last]].data(), tail);
+      std::memcpy(junction + tail, table.chars[samples[first]].data() + (a - first_start), head);
       const std::optional<uint32_t> type = token_type(junction, tail + head, w);
       if (!type) return std::nullopt;
       w.token_type.push_back(*type);
