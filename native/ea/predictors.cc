@@ -90,25 +90,43 @@ double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
   if (k == 2) return binary_multi_mcw(s, static_cast<long>(n));
   struct Window {
     std::vector<long> count, last;
+    std::vector<long> holding;  // holding[c]: how many symbols the window holds c times
     long best_count = 0;
     int frequent = 0;
   };
   std::array<Window, kWindows> win;
-  for (Window& w : win) {
+  for (size_t j = 0; j < win.size(); ++j) {
+    Window& w = win[j];
     w.count.assign(static_cast<size_t>(k), 0);
     w.last.assign(static_cast<size_t>(k), -1);
+    w.holding.assign(static_cast<size_t>(kWidth[j]) + 2, 0);
+    w.holding[0] = k;
   }
-  auto add = [](Window& w, int x, long pos) {
+  auto recount = [](Window& w, int x, long by) {
+    long& c = w.count[static_cast<size_t>(x)];
+    --w.holding[static_cast<size_t>(c)];
+    c += by;
+    ++w.holding[static_cast<size_t>(c)];
+    return c;
+  };
+  auto add = [&recount](Window& w, int x, long pos) {
     w.last[static_cast<size_t>(x)] = pos;
-    if (++w.count[static_cast<size_t>(x)] >= w.best_count) {
-      w.best_count = w.count[static_cast<size_t>(x)];
+    if (const long c = recount(w, x, 1); c >= w.best_count) {
+      w.best_count = c;
       w.frequent = x;
     }
   };
-  auto remove = [k](Window& w, int x) {
-    --w.count[static_cast<size_t>(x)];
+  auto remove = [k, &recount](Window& w, int x) {
+    const long c = recount(w, x, -1);
     if (x != w.frequent) return;
-    // The mode left: find the new one, most recent on ties.
+    // The mode left once. If no symbol is left at its old count and none but it at the
+    // new one, it is still the mode, alone (the usual case where one value dominates:
+    // low-entropy data would otherwise rescan all k counts at nearly every step).
+    if (w.holding[static_cast<size_t>(c) + 1] == 0 && w.holding[static_cast<size_t>(c)] == 1) {
+      w.best_count = c;
+      return;
+    }
+    // Otherwise find the new mode, most recent on ties.
     w.best_count = -1;
     for (int c = 0; c < k; ++c) {
       const auto cu = static_cast<size_t>(c);
