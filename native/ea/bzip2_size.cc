@@ -175,8 +175,9 @@ struct Fill {
 
 }  // namespace
 
-// Buffers reused across calls (a shuffle's text is ~3.6 MB). Those that grow with the data
-// are populated up front (common/populated.h): they are written in full on the first call.
+// Buffers reused across calls (a block of the 8-bit samples' text holds ~140,000 tokens,
+// ~500,000 characters). Those that grow with the data are populated up front
+// (common/populated.h): they are written in full on the first call.
 struct Bzip2Size::Workspace {
   std::vector<char> rotated;
   PopulatedVector<uint8_t> symbols, mtf, coded;  // last column as symbol numbers; its move-to-front indices; coded
