@@ -39,6 +39,23 @@ struct Tally {
     run = right ? run + 1 : 0;
     longest = std::max(longest, run);
   }
+  // `steps` (1..64) steps at once, the first in the top bit: step k was right where bit
+  // 63 - k of `right` is set.
+  void add_block(uint64_t right, int steps) {
+    const uint64_t valid = steps == 64 ? ~uint64_t{0} : ~(~uint64_t{0} >> steps);
+    right &= valid;
+    correct += __builtin_popcountll(right);
+    const uint64_t wrong = ~right & valid;
+    if (wrong == 0) {
+      run += steps;
+      longest = std::max(longest, run);
+      return;
+    }
+    long inside = 0;  // the longest run of set bits: each y &= y << 1 shortens every run by one
+    for (uint64_t y = right; y != 0; y &= y << 1) ++inside;
+    longest = std::max({longest, run + __builtin_clzll(wrong), inside});
+    run = __builtin_ctzll(wrong) - (64 - steps);  // right after the last wrong step
+  }
 };
 
 }  // namespace
@@ -171,7 +188,11 @@ constexpr long kLags = 128;
 // popcount of the block against its shifted copy.
 QE_POPCNT_CLONES double binary_lag(const uint8_t* s, long n) {
   std::vector<uint64_t> packed(static_cast<size_t>(n / 64 + 2), 0);  // MSB first
-  for (long i = 0; i < n; ++i) packed[static_cast<size_t>(i >> 6)] |= static_cast<uint64_t>(s[i] & 1) << (63 - (i & 63));
+  for (long from = 0; from < n; from += 64) {  // a word in a register, not 64 updates in memory
+    uint64_t word = 0;
+    for (long j = 0; j < 64 && from + j < n; ++j) word |= static_cast<uint64_t>(s[from + j] & 1) << (63 - j);
+    packed[static_cast<size_t>(from >> 6)] = word;
+  }
   auto bits_at = [&packed](long start) {  // s[start .. start+63], s[start] in the top bit
     const auto w = static_cast<size_t>(start >> 6);
     const int r = static_cast<int>(start & 63);
@@ -210,7 +231,15 @@ QE_POPCNT_CLONES double binary_lag(const uint8_t* s, long n) {
     for (long d = 0; d < kLags; ++d)
       if (!is_candidate[static_cast<size_t>(d)])
         score[static_cast<size_t>(d)] += __builtin_popcountll(~(here ^ bits_at(i - d - 1)) & mask);
-    for (long t = 0; t < block; ++t) step(i + t, candidates.data(), count);
+    if (count == 1) {
+      // The leader alone can lead in this block (on random data, nearly every block once the
+      // scores spread): its guesses are one word, scored without a branch per step.
+      const uint64_t right = ~(here ^ bits_at(i - winner - 1)) & mask;
+      tally.add_block(right, static_cast<int>(block));
+      high = score[static_cast<size_t>(winner)] += __builtin_popcountll(right);
+    } else {
+      for (long t = 0; t < block; ++t) step(i + t, candidates.data(), count);
+    }
     i += block;
   }
   return prediction_estimate(tally.correct, n - 1, tally.longest, 2);

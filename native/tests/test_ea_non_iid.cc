@@ -211,7 +211,42 @@ double plain_multi_mcw(const std::vector<uint8_t>& s, int k) {
   return qe::ea::prediction_estimate(correct, n - kW[0], longest, k);
 }
 
+// The lag predictor as SP 800-90B §6.3.8 states it: lag d guesses the symbol d places back;
+// each step every lag that guessed right scores, and the last to reach the top score leads.
+double plain_lag(const std::vector<uint8_t>& s, int k) {
+  constexpr long kLags = 128;
+  const auto n = static_cast<long>(s.size());
+  std::array<long, kLags> score{};
+  long winner = 0, high = 0, correct = 0, run = 0, longest = 0;
+  for (long i = 1; i < n; ++i) {
+    const auto x = s[static_cast<size_t>(i)];
+    const bool hit = x == s[static_cast<size_t>(i - winner - 1)];
+    correct += hit;
+    run = hit ? run + 1 : 0;
+    longest = std::max(longest, run);
+    for (long d = 0; d < kLags && d < i; ++d)
+      if (s[static_cast<size_t>(i - d - 1)] == x && ++score[static_cast<size_t>(d)] >= high) {
+        winner = d;
+        high = score[static_cast<size_t>(d)];
+      }
+  }
+  return qe::ea::prediction_estimate(correct, n - 1, longest, k);
+}
+
 }  // namespace
+
+// Binary lag scores 64 steps a word and replays only lags near the leader, scoring the
+// leader alone without a branch per step when no other can catch up (predictors.cc).
+QE_TEST(ea_binary_lag_matches_the_step_by_step_rule) {
+  std::mt19937_64 rng(128);
+  for (int trial = 0; trial < 15; ++trial) {
+    const size_t n = 1000 + rng() % 80000;
+    const std::vector<uint8_t> s = varied_symbols(rng, trial, n, 2);
+    const double plain = plain_lag(s, 2), ours = qe::ea::lag_estimate(s.data(), n, 2);
+    if (!(plain == ours))
+      qe::check::fail(__FILE__, __LINE__, "trial " + std::to_string(trial) + ": " + qe::check::show(ours) + " vs " + qe::check::show(plain));
+  }
+}
 
 // MultiMCW keeps each window's mode without rescanning the counts while one value stays
 // ahead alone (predictors.cc). Against the plain rule on random, biased, periodic, sticky
