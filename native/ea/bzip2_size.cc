@@ -314,8 +314,9 @@ bool order_ties_directly(size_t from, const std::vector<uint32_t>& dense, Bzip2S
 }
 
 // Sorts the token rotations: sa = token indices in order of the cyclic token sequences that
-// start there. First an LSD radix sort on the first K tokens packed into 32 bits (K = 4 for
-// 8-bit samples, 8 for 4-bit, 22 for bits) in digits of whole tokens, so every pass takes
+// start there. First an LSD radix sort on the first K tokens packed into at most 32 bits
+// (for random samples K = 3 for 8-bit samples, 6 for 4-bit, 22 for bits; see the pass count
+// below) in digits of whole tokens, so every pass takes
 // its counts from one histogram (the keys are cyclic windows: each digit position sees
 // every window of its width once). The ties left are few on data with any entropy and are
 // ordered by comparing the following tokens directly; where that meets a long repeat,
