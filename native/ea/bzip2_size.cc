@@ -231,11 +231,10 @@ size_t doubling_round(size_t h, Bzip2Size::Workspace& w) {
 }
 
 // Splits sa[from, to), already in order of key(k), into its runs of equal key: runs of two
-// or more are added to `tied`, and with heads on, each element's head becomes its run's
-// start. Returns how many elements the runs added hold.
-enum class Heads { off, on };
+// or more are added to `tied`, and each element's head becomes its run's start. Returns how
+// many elements the runs added hold.
 template <typename Key>
-size_t split_groups(size_t from, size_t to, Key key, Heads heads, Bzip2Size::Workspace& w, std::vector<Span>& tied) {
+size_t split_groups(size_t from, size_t to, Key key, Bzip2Size::Workspace& w, std::vector<Span>& tied) {
   size_t in_ties = 0;
   for (size_t k = from, start = from; k <= to; ++k) {
     if (k == to || (k > from && key(k) != key(k - 1))) {
@@ -245,7 +244,7 @@ size_t split_groups(size_t from, size_t to, Key key, Heads heads, Bzip2Size::Wor
       }
       start = k;
     }
-    if (heads == Heads::on && k < to) w.head[w.sa[k]] = static_cast<uint32_t>(start);
+    if (k < to) w.head[w.sa[k]] = static_cast<uint32_t>(start);
   }
   return in_ties;
 }
@@ -396,7 +395,7 @@ void sort_token_rotations(const std::vector<uint32_t>& dense, uint32_t distinct,
   for (size_t k = 0; k < m; ++k) sa[k] = index_at(k);
   w.head.resize(m);
   w.tied.clear();
-  tied_elements = split_groups(0, m, [&keyed](size_t k) { return keyed[k] >> 32; }, Heads::on, w, w.tied);
+  tied_elements = split_groups(0, m, [&keyed](size_t k) { return keyed[k] >> 32; }, w, w.tied);
   prefix_doubling(per_key, tied_elements, w);
   for (size_t k = 0; k < m; ++k) keyed[k] = sorted_entry(sa[k], dense);
 }
@@ -413,7 +412,7 @@ void prefix_doubling(size_t h0, size_t tied_elements, Bzip2Size::Workspace& w) {
       const size_t groups = doubling_round(h, w);
       w.tied.clear();
       if (groups == m) break;
-      tied_elements = split_groups(0, m, [&w](size_t k) { return w.head[w.sa[k]]; }, Heads::on, w, w.tied);
+      tied_elements = split_groups(0, m, [&w](size_t k) { return w.head[w.sa[k]]; }, w, w.tied);
       continue;
     }
     // Few ties: sort each tied group by the head h tokens on. The keys are all read before
@@ -429,7 +428,7 @@ void prefix_doubling(size_t h0, size_t tied_elements, Bzip2Size::Workspace& w) {
       const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(g.start);
       std::sort(first, first + static_cast<std::ptrdiff_t>(g.size));
       for (size_t k = g.start; k < g.start + g.size; ++k) sa[k] = static_cast<uint32_t>(keyed[k]);
-      tied_elements += split_groups(g.start, g.start + g.size, [&keyed](size_t k) { return keyed[k] >> 32; }, Heads::on, w, w.next_tied);
+      tied_elements += split_groups(g.start, g.start + g.size, [&keyed](size_t k) { return keyed[k] >> 32; }, w, w.next_tied);
     }
     w.tied.swap(w.next_tied);
   }
@@ -1016,10 +1015,9 @@ std::vector<Span> block_spans(CharAt char_at, size_t size, int block_size_100k) 
   std::vector<Span> blocks;
   for (size_t start = 0;;) {
     size_t end = start + block_max;
-    for (char previous = end < size ? char_at(end - 1) : 0; end < size;) {
-      const char c = char_at(end);
-      if (c != previous) break;
-      ++end;
+    if (end < size) {
+      const char previous = char_at(end - 1);
+      while (end < size && char_at(end) == previous) ++end;
     }
     if (end + 2 > size) {
       blocks.push_back({start, size - start});

@@ -145,12 +145,12 @@ double multi_mcw_estimate(const uint8_t* s, size_t n, int k) {
     }
     // Otherwise find the new mode, most recent on ties.
     w.best_count = -1;
-    for (int c = 0; c < k; ++c) {
-      const auto cu = static_cast<size_t>(c);
-      if (w.count[cu] > w.best_count ||
-          (w.count[cu] == w.best_count && w.last[cu] > w.last[static_cast<size_t>(w.frequent)])) {
-        w.best_count = w.count[cu];
-        w.frequent = c;
+    for (int v = 0; v < k; ++v) {
+      const auto vu = static_cast<size_t>(v);
+      if (w.count[vu] > w.best_count ||
+          (w.count[vu] == w.best_count && w.last[vu] > w.last[static_cast<size_t>(w.frequent)])) {
+        w.best_count = w.count[vu];
+        w.frequent = v;
       }
     }
   };
