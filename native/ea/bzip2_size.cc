@@ -777,12 +777,61 @@ inline uint64_t nonzero_bits(const uint8_t* index, size_t count) {
   return bits;
 }
 
+// Writes the code of a run of r zero indices (see run_code) at out: 8 bytes written for a
+// short run, its code's length returned.
+inline size_t write_run_code(size_t r, uint8_t* out) {
+  if (r < RunCodes::kRuns) {
+    const RunCodes& codes = run_codes();
+    std::memcpy(out, &codes.word[r], sizeof codes.word[r]);
+    return codes.length[r];
+  }
+  size_t k = 0;
+  for (const uint8_t code : run_code(r)) out[k++] = code;
+  return k;
+}
+
+#if defined(__x86_64__)
+// What the AVX-512 run coder looks up per byte lane, for runs of 1..63 zeros (vpermb reads a
+// 64-entry table): the code's length; its digits last first, RUNB as a 1 bit (bit k is the
+// digit written k places before the run's end); 1 << k; and lane indices q + 2^s, q - 2^s.
+struct RunLaneTables {
+  alignas(64) uint8_t length[64];
+  alignas(64) uint8_t runb_from_end[64];
+  alignas(64) uint8_t bit[64];
+  alignas(64) uint8_t ahead[6][64];
+  alignas(64) uint8_t behind[6][64];
+};
+
+const RunLaneTables& run_lane_tables() {
+  static const RunLaneTables table = [] {
+    RunLaneTables t{};
+    for (size_t r = 1; r < 64; ++r) {
+      const std::vector<uint8_t> code = run_code(r);
+      t.length[r] = static_cast<uint8_t>(code.size());
+      for (size_t k = 0; k < code.size(); ++k) t.runb_from_end[r] |= static_cast<uint8_t>((code[code.size() - 1 - k] == kRunB) << k);
+    }
+    for (size_t k = 0; k < 8; ++k) t.bit[k] = static_cast<uint8_t>(1u << k);
+    for (int s = 0; s < 6; ++s)
+      for (int q = 0; q < 64; ++q) {
+        t.ahead[s][q] = static_cast<uint8_t>((q + (1 << s)) & 63);
+        t.behind[s][q] = static_cast<uint8_t>((q - (1 << s)) & 63);
+      }
+    return t;
+  }();
+  return table;
+}
+#endif
+
+}  // namespace
+
+namespace detail {
+
 // The move-to-front indices as bzip2 writes them: runs of index 0 in bijective base 2
 // (RUNA = 1, RUNB = 2 times the place value), other indices j as j + 1, then the end-of-block
 // symbol used + 1. Only the non-zero indices are visited (a third of the indices of shuffled
 // samples are 0, at random, which no branch predicts): each one writes the code of the zeros
-// before it and its own symbol as one 8-byte word. out needs room for n + n/2 + 16.
-size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) {
+// before it and its own symbol as one 8-byte word.
+size_t run_code_indices_portable(const uint8_t* index, size_t n, int used, uint8_t* out) {
   const RunCodes& codes = run_codes();
   size_t symbols = 0;
   size_t previous = SIZE_MAX;  // the last non-zero index's position (wraps to 0 below)
@@ -802,14 +851,106 @@ size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) 
       symbols += codes.length[zeros] + 1u;
     }
   }
-  for (const uint8_t code : run_code(n - previous - 1)) out[symbols++] = code;
+  symbols += write_run_code(n - previous - 1, out + symbols);
   out[symbols++] = static_cast<uint8_t>(used + 1);
   return symbols;
 }
 
-}  // namespace
+#if defined(__x86_64__)
+// The same 64 indices at a time, with no branch per index. A run of r zeros writes
+// L(r) = floor(log2(r + 1)) ≤ r digits, so they can stand in the places of the run's last
+// L(r) zeros: each lane becomes its output symbol (index + 1, or its digit of the run's code)
+// or nothing, and one byte compress (vpcompressb) writes the block's output in order. Per
+// lane that needs the length r of its run and its distance k from the run's end, which two
+// scans of six doubling steps give (zeros ahead of and behind each lane, within the 64). A
+// run that reaches the block's end is held over (carry); one that came from earlier blocks
+// writes its code before the block's other symbols, as the scalar coder would. On the
+// samples' text this takes ~0.24 ns an index against ~1 for the portable coder (Zen 4).
+#define QE_RUN_CODE_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi,lzcnt,popcnt")))
+// table[lane] in every byte lane (the zero-masked form: GCC 12's plain one warns of an
+// undefined register it passes through).
+QE_RUN_CODE_TARGET static inline __m512i lookup(__m512i table, __m512i lane) {
+  return _mm512_maskz_permutexvar_epi8(~__mmask64{0}, lane, table);
+}
 
-namespace detail {
+QE_RUN_CODE_TARGET size_t run_code_indices_avx512_kernel(
+    const uint8_t* index, size_t n, int used, uint8_t* out) {
+  const RunLaneTables& t = run_lane_tables();
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi8(1);
+  const __m512i length = _mm512_load_si512(t.length), runb_from_end = _mm512_load_si512(t.runb_from_end);
+  const __m512i bit = _mm512_load_si512(t.bit);
+  __m512i ahead[6], behind[6], step[6];
+  for (int s = 0; s < 6; ++s) {
+    ahead[s] = _mm512_load_si512(t.ahead[s]);
+    behind[s] = _mm512_load_si512(t.behind[s]);
+    step[s] = _mm512_set1_epi8(static_cast<char>(1 << s));
+  }
+  constexpr __mmask64 kAll = ~__mmask64{0};
+  size_t symbols = 0, carry = 0, base = 0;  // carry: zeros held over from earlier blocks
+  for (; base + 64 <= n; base += 64) {
+    const __m512i v = _mm512_loadu_si512(index + base);
+    const __mmask64 zeros = _mm512_cmpeq_epi8_mask(v, zero);
+    if (zeros == kAll) {
+      carry += 64;
+      continue;
+    }
+    __mmask64 inner = zeros;  // zeros of runs that start and end within the block
+    if (carry > 0) {
+      const auto lead = static_cast<unsigned>(__builtin_ctzll(~zeros));
+      symbols += write_run_code(carry + lead, out + symbols);
+      inner &= lead == 0 ? kAll : kAll << lead;
+    }
+    const auto trail = static_cast<unsigned>(__builtin_clzll(~zeros));
+    inner &= trail == 0 ? kAll : kAll >> trail;
+    carry = trail;
+    __mmask64 keep = ~zeros;
+    __m512i symbol = _mm512_add_epi8(v, one);
+    if (inner != 0) {
+      // ahead_run[q]: zeros from q to its run's end; behind_run[q]: from its run's start to q.
+      __m512i ahead_run = _mm512_maskz_mov_epi8(zeros, one), behind_run = ahead_run;
+      for (int s = 0; s < 6; ++s) {
+        const __m512i further = _mm512_maskz_permutexvar_epi8(kAll >> (1 << s), ahead[s], ahead_run);
+        const __m512i earlier = _mm512_maskz_permutexvar_epi8(kAll << (1 << s), behind[s], behind_run);
+        ahead_run = _mm512_mask_add_epi8(ahead_run, _mm512_cmpeq_epi8_mask(ahead_run, step[s]), ahead_run, further);
+        behind_run = _mm512_mask_add_epi8(behind_run, _mm512_cmpeq_epi8_mask(behind_run, step[s]), behind_run, earlier);
+      }
+      const __m512i run = _mm512_sub_epi8(_mm512_add_epi8(ahead_run, behind_run), one);
+      const __m512i from_end = _mm512_sub_epi8(ahead_run, one);
+      keep |= _mm512_mask_cmplt_epu8_mask(inner, from_end, lookup(length, run));
+      const __mmask64 runb = _mm512_test_epi8_mask(lookup(runb_from_end, run), lookup(bit, from_end));
+      symbol = _mm512_mask_mov_epi8(symbol, zeros, _mm512_maskz_mov_epi8(runb, one));  // RUNA = 0, RUNB = 1
+    }
+    // The register form: compress-to-memory is microcoded and slow on Zen 4.
+    _mm512_storeu_si512(out + symbols, _mm512_maskz_compress_epi8(keep, symbol));
+    symbols += static_cast<size_t>(__builtin_popcountll(keep));
+  }
+  for (; base < n; ++base) {
+    if (index[base] == 0) {
+      ++carry;
+      continue;
+    }
+    symbols += write_run_code(carry, out + symbols);
+    carry = 0;
+    out[symbols++] = static_cast<uint8_t>(index[base] + 1);
+  }
+  symbols += write_run_code(carry, out + symbols);
+  out[symbols++] = static_cast<uint8_t>(used + 1);
+  return symbols;
+}
+#undef QE_RUN_CODE_TARGET
+#endif
+
+bool run_code_indices_avx512(const uint8_t* index, size_t n, int used, uint8_t* out, size_t& symbols) {
+#if defined(__x86_64__)
+  static const bool vbmi2 = qe::cpu::has_avx512vbmi2();
+  if (!vbmi2) return false;
+  symbols = run_code_indices_avx512_kernel(index, n, used, out);
+  return true;
+#else
+  (void)index, (void)n, (void)used, (void)out, (void)symbols;
+  return false;
+#endif
+}
 
 // One refinement round's assignment: each group of 50 coded symbols (its symbol counts) goes
 // to the table that codes it in the fewest bits, the first such as bzip2 picks, and adds its
@@ -926,6 +1067,12 @@ void count_groups(const uint8_t* coded, size_t symbols, GroupCounts* counts) {
     count_group(coded + g * kGroupSize, std::min(kGroupSize, symbols - g * kGroupSize), counts[g]);
 }
 
+size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) {
+  size_t symbols = 0;
+  if (detail::run_code_indices_avx512(index, n, used, out, symbols)) return symbols;
+  return detail::run_code_indices_portable(index, n, used, out);
+}
+
 // bzip2's block coding (compress.c: generateMTFValues, sendMTFValues), counting bits instead
 // of writing them.
 uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
@@ -936,7 +1083,7 @@ uint64_t block_bits(size_t n, Bzip2Size::Workspace& w) {
 
   w.mtf.resize(n);
   mtf_indices(w.symbols.data(), n, used, w.mtf.data());
-  w.coded.resize(n + n / 2 + 16);
+  w.coded.resize(n + detail::kRunCodeSlack);
   uint8_t* out = w.coded.data();
   const size_t symbols = run_code_indices(w.mtf.data(), n, used, out);
 

@@ -62,6 +62,14 @@ void assign_tables_portable(const GroupCounts* counts, size_t groups, const uint
 bool assign_tables_sse41(const GroupCounts* counts, size_t groups, const uint8_t (*length)[16], int tables, uint8_t* selector,
                          uint32_t (*table_freq)[16]);
 
+// bzip2's coding of the move-to-front indices (runs of zeros in bijective base 2, others as
+// index + 1, then the end-of-block symbol used + 1) into out, which needs room for
+// n + kRunCodeSlack bytes; returns how many symbols it wrote. The AVX-512 (VBMI2) version
+// runs wherever the CPU has it and returns false, writing nothing, elsewhere.
+constexpr size_t kRunCodeSlack = 64;
+size_t run_code_indices_portable(const uint8_t* index, size_t n, int used, uint8_t* out);
+bool run_code_indices_avx512(const uint8_t* index, size_t n, int used, uint8_t* out, size_t& symbols);
+
 }  // namespace detail
 
 }  // namespace qe::ea

@@ -181,3 +181,65 @@ QE_TEST(bzip2_size_table_assignment_is_the_same_with_and_without_sse41) {
       for (int v = 0; v < 16; ++v) CHECK_EQ(portable_freq[t][v], sse41_freq[t][v]);
   }
 }
+
+// The zero-run coding has an AVX-512 version (used wherever the CPU has VBMI2, so by every
+// libbz2 comparison above on such a CPU) and a portable one. Both must write what bzip2's
+// rule gives, checked here against the rule written plainly: runs of every length up to
+// past two 64-index blocks, runs that cross block boundaries or fill whole blocks, streams
+// with no zeros or only zeros, and lengths that leave a partial block.
+QE_TEST(bzip2_size_zero_run_coding_follows_bzip2s_rule_with_and_without_avx512) {
+  const auto by_the_rule = [](const std::vector<uint8_t>& index, int used) {
+    std::vector<uint8_t> out;
+    size_t zeros = 0;
+    const auto flush = [&] {
+      for (size_t r = zeros; r > 0; r = (r - 1) / 2) out.push_back((r - 1) % 2 == 0 ? 0 : 1);  // RUNA 0, RUNB 1
+      zeros = 0;
+    };
+    for (uint8_t j : index) {
+      if (j == 0) {
+        ++zeros;
+        continue;
+      }
+      flush();
+      out.push_back(static_cast<uint8_t>(j + 1));
+    }
+    flush();
+    out.push_back(static_cast<uint8_t>(used + 1));
+    return out;
+  };
+  std::mt19937_64 rng(90);
+  const bool avx512 = qe::cpu::has_avx512vbmi2();
+  for (int trial = 0; trial < 600; ++trial) {
+    std::vector<uint8_t> index;
+    const size_t n = trial < 8 ? trial * 37 : trial % 50 == 0 ? 200000 : rng() % 3000;
+    const int style = trial % 5;
+    while (index.size() < n) {
+      if (style == 0) {  // shuffled samples' indices: a third zeros, at random
+        index.push_back(rng() % 3 == 0 ? 0 : static_cast<uint8_t>(1 + rng() % 10));
+      } else if (style == 1) {  // runs of every length around the block size
+        index.insert(index.end(), rng() % 140, 0);
+        index.push_back(static_cast<uint8_t>(1 + rng() % 10));
+      } else if (style == 2) {  // long runs, some past the end
+        index.insert(index.end(), rng() % 5000, 0);
+        if (rng() % 2) index.push_back(static_cast<uint8_t>(1 + rng() % 14));
+      } else if (style == 3) {  // no zeros
+        index.push_back(static_cast<uint8_t>(1 + rng() % 14));
+      } else {  // zeros but for the odd index
+        index.push_back(rng() % 100 == 0 ? static_cast<uint8_t>(1 + rng() % 14) : 0);
+      }
+    }
+    index.resize(n);
+    const int used = 11 + trial % 5;
+    const std::vector<uint8_t> expected = by_the_rule(index, used);
+    std::vector<uint8_t> out(n + qe::ea::detail::kRunCodeSlack);
+    out.resize(qe::ea::detail::run_code_indices_portable(index.data(), n, used, out.data()));
+    CHECK(out == expected);
+    out.assign(n + qe::ea::detail::kRunCodeSlack, 0xEE);
+    size_t symbols = 0;
+    CHECK_EQ(qe::ea::detail::run_code_indices_avx512(index.data(), n, used, out.data(), symbols), avx512);
+    if (avx512) {
+      out.resize(symbols);
+      CHECK(out == expected);
+    }
+  }
+}
