@@ -96,6 +96,22 @@ __attribute__((target("avx2"))) bool draw_batch(__m256i (&s)[4], uint64_t i, uin
   return !_mm256_testz_si256(reject, reject);
 }
 
+// The batch's 64 swaps: position i - 1 - k with the high half of product[k] (read as the
+// 32-bit word it is, little-endian, rather than shifted out of the 64-bit product).
+inline void swap_batch(uint8_t* a, size_t i, const uint64_t* product) {
+  const auto* position = reinterpret_cast<const uint32_t*>(product) + 1;
+  for (size_t k = 0; k < kBatch; ++k) std::swap(a[i - 1 - k], a[position[2 * k]]);
+}
+
+// Draws that fell in Lemire's rejection zone, redrawn one by one (rare: a batch has one
+// with probability ~64 x i / 2^32).
+void redraw_rejected(uint64_t* product, uint64_t i, Xoshiro& rng) {
+  for (size_t k = 0; k < kBatch; ++k) {
+    const uint64_t bound = i - k;
+    if (static_cast<uint32_t>(product[k]) < bound) product[k] = uint64_t{finish_below32(product[k], bound, rng)} << 32;
+  }
+}
+
 __attribute__((target("avx2"))) size_t shuffle_in_batches(uint8_t* a, size_t i, Xoshiro& rng) {
   __m256i s[4];
   for (__m256i& word : s) {
@@ -105,35 +121,119 @@ __attribute__((target("avx2"))) size_t shuffle_in_batches(uint8_t* a, size_t i, 
   }
   alignas(32) uint64_t product[kBatch];
   for (; i > kBatch + 1 && i <= (uint64_t{1} << 32); i -= kBatch) {
-    if (draw_batch(s, i, product)) [[unlikely]] {
-      for (size_t k = 0; k < kBatch; ++k) {
-        const uint64_t bound = i - k;
-        if (static_cast<uint32_t>(product[k]) < bound) product[k] = uint64_t{finish_below32(product[k], bound, rng)} << 32;
-      }
-    }
-    for (size_t k = 0; k < kBatch; ++k) std::swap(a[i - 1 - k], a[product[k] >> 32]);
+    if (draw_batch(s, i, product)) [[unlikely]]
+      redraw_rejected(product, i, rng);
+    swap_batch(a, i, product);
   }
   return i;
 }
+
+// GCC 12's AVX-512 intrinsics pass a deliberately undefined register through, which its own
+// -Wmaybe-uninitialized then reports at every use (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The same with AVX-512: eight streams, sixteen draws a round, half the instructions per
+// draw. Fisher-Yates over 10^6 bytes: 1.04 -> 0.83 ms on Zen 4 (the swaps alone, with
+// positions drawn beforehand, take 0.78).
+__attribute__((target("avx512f"))) bool draw_batch_avx512(__m512i (&s)[4], uint64_t i, uint64_t* product) {
+  const __m512i step = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), eight = _mm512_set1_epi64(8);
+  const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
+  __mmask8 reject = 0;
+  __m512i s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+  for (size_t k = 0; k < kBatch; k += 16) {
+    const __m512i x = _mm512_add_epi64(_mm512_slli_epi64(s1, 2), s1);  // s1 * 5
+    const __m512i rotated = _mm512_rol_epi64(x, 7);
+    const __m512i r = _mm512_add_epi64(_mm512_slli_epi64(rotated, 3), rotated);  // * 9
+    const __m512i t = _mm512_slli_epi64(s1, 17);
+    s2 = _mm512_xor_si512(s2, s0);
+    s3 = _mm512_xor_si512(s3, s1);
+    s1 = _mm512_xor_si512(s1, s2);
+    s0 = _mm512_xor_si512(s0, s3);
+    s2 = _mm512_xor_si512(s2, t);
+    s3 = _mm512_rol_epi64(s3, 45);
+    const __m512i bound_a = _mm512_sub_epi64(_mm512_set1_epi64(static_cast<long long>(i - k)), step);
+    const __m512i bound_b = _mm512_sub_epi64(bound_a, eight);
+    const __m512i a = _mm512_mul_epu32(r, bound_a), b = _mm512_mul_epu32(_mm512_srli_epi64(r, 32), bound_b);
+    _mm512_storeu_si512(product + k, a);
+    _mm512_storeu_si512(product + k + 8, b);
+    reject |= _mm512_cmplt_epu64_mask(_mm512_and_si512(a, low), bound_a) | _mm512_cmplt_epu64_mask(_mm512_and_si512(b, low), bound_b);
+  }
+  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+  return reject != 0;
+}
+
+__attribute__((target("avx512f"))) size_t shuffle_in_batches_avx512(uint8_t* a, size_t i, Xoshiro& rng) {
+  __m512i s[4];
+  for (__m512i& word : s) {
+    alignas(64) uint64_t lanes[8];
+    for (uint64_t& lane : lanes) lane = rng.next();
+    word = _mm512_load_si512(lanes);
+  }
+  alignas(64) uint64_t product[kBatch];
+  for (; i > kBatch + 1 && i <= (uint64_t{1} << 32); i -= kBatch) {
+    if (draw_batch_avx512(s, i, product)) [[unlikely]]
+      redraw_rejected(product, i, rng);
+    swap_batch(a, i, product);
+  }
+  return i;
+}
+#pragma GCC diagnostic pop
 #endif
 
-}  // namespace
 
-void shuffle(std::vector<uint8_t>& data, Xoshiro& rng) {
+enum class Path { kPortable, kAvx2, kAvx512 };
+
+void shuffle_on(Path path, std::vector<uint8_t>& data, Xoshiro& rng) {
   uint8_t* a = data.data();
   size_t i = data.size();
 #if defined(__x86_64__)
-  static const bool avx2 = qe::cpu::has_avx2();
-  if (avx2) {
+  if (path != Path::kPortable) {
     i = shuffle_steps(a, i, uint64_t{1} << 32, rng);
-    i = shuffle_in_batches(a, i, rng);
+    i = path == Path::kAvx512 ? shuffle_in_batches_avx512(a, i, rng) : shuffle_in_batches(a, i, rng);
   }
+#else
+  (void)path;
 #endif
   shuffle_steps(a, i, 1, rng);
 }
 
+bool has_avx2() {
+#if defined(__x86_64__)
+  static const bool avx2 = qe::cpu::has_avx2();
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+bool has_avx512() {
+#if defined(__x86_64__)
+  static const bool avx512 = qe::cpu::has_avx512bw();
+  return avx512;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void shuffle(std::vector<uint8_t>& data, Xoshiro& rng) {
+  shuffle_on(has_avx512() ? Path::kAvx512 : has_avx2() ? Path::kAvx2 : Path::kPortable, data, rng);
+}
+
 namespace detail {
-void shuffle_portable(std::vector<uint8_t>& data, Xoshiro& rng) { shuffle_steps(data.data(), data.size(), 1, rng); }
+void shuffle_portable(std::vector<uint8_t>& data, Xoshiro& rng) { shuffle_on(Path::kPortable, data, rng); }
+bool shuffle_avx2(std::vector<uint8_t>& data, Xoshiro& rng) {
+  if (!has_avx2()) return false;
+  shuffle_on(Path::kAvx2, data, rng);
+  return true;
+}
+bool shuffle_avx512(std::vector<uint8_t>& data, Xoshiro& rng) {
+  if (!has_avx512()) return false;
+  shuffle_on(Path::kAvx512, data, rng);
+  return true;
+}
 }  // namespace detail
 
 }  // namespace qe::ea

@@ -30,14 +30,17 @@ struct Xoshiro {
 // Fisher-Yates: every permutation equally likely. The positions are drawn with Lemire's
 // multiply-and-reject, which has no modulo bias, from 32-bit halves of the generator's
 // output (two draws per call, and a 64-bit product instead of a 128-bit one: about three
-// times faster than full-width draws on 10^6 samples). With AVX2 the draws come 64 at a
-// time from four streams seeded from rng (shuffle.cc), so the permutation a given rng gives
-// differs from that of the portable path; both are uniform.
+// times faster than full-width draws on 10^6 samples). With AVX2 or AVX-512 the draws come
+// 64 at a time from four or eight streams seeded from rng (shuffle.cc), so the permutation a
+// given rng gives differs from path to path; all are uniform.
 void shuffle(std::vector<uint8_t>& data, Xoshiro& rng);
 
 namespace detail {
-// The portable path alone, for the tests.
+// Each path alone, for the tests: the portable one, and the AVX2 and AVX-512 batches (false,
+// data untouched, where the CPU lacks them).
 void shuffle_portable(std::vector<uint8_t>& data, Xoshiro& rng);
+bool shuffle_avx2(std::vector<uint8_t>& data, Xoshiro& rng);
+bool shuffle_avx512(std::vector<uint8_t>& data, Xoshiro& rng);
 }  // namespace detail
 
 }  // namespace qe::ea

@@ -56,8 +56,8 @@ QE_TEST(shuffle_makes_every_permutation_equally_likely) {
 
 namespace {
 
-// Both paths (AVX2 batches where the CPU has it, and the portable one), on an input long
-// enough for many batches plus a tail.
+// Every path (the portable one, and the AVX2 and AVX-512 batches where the CPU has them), on
+// an input long enough for many batches plus a tail.
 void sends_an_element_anywhere_and_keeps_the_rest(void (*shuffle)(std::vector<uint8_t>&, qe::ea::Xoshiro&)) {
   std::vector<uint8_t> data(100003);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i % 200);
@@ -98,12 +98,28 @@ void first_and_last_go_anywhere(void (*shuffle)(std::vector<uint8_t>&, qe::ea::X
 
 }  // namespace
 
+namespace {
+
+using Shuffle = void (*)(std::vector<uint8_t>&, qe::ea::Xoshiro&);
+
+// The paths this CPU has, each alone.
+std::vector<Shuffle> paths() {
+  std::vector<Shuffle> all = {qe::ea::shuffle, qe::ea::detail::shuffle_portable};
+  std::vector<uint8_t> probe(1);
+  qe::ea::Xoshiro g = seeded(1);
+  if (qe::ea::detail::shuffle_avx2(probe, g))
+    all.push_back([](std::vector<uint8_t>& d, qe::ea::Xoshiro& r) { qe::ea::detail::shuffle_avx2(d, r); });
+  if (qe::ea::detail::shuffle_avx512(probe, g))
+    all.push_back([](std::vector<uint8_t>& d, qe::ea::Xoshiro& r) { qe::ea::detail::shuffle_avx512(d, r); });
+  return all;
+}
+
+}  // namespace
+
 QE_TEST(shuffle_sends_an_element_anywhere_and_keeps_the_rest) {
-  sends_an_element_anywhere_and_keeps_the_rest(qe::ea::shuffle);
-  sends_an_element_anywhere_and_keeps_the_rest(qe::ea::detail::shuffle_portable);
+  for (Shuffle path : paths()) sends_an_element_anywhere_and_keeps_the_rest(path);
 }
 
 QE_TEST(shuffle_sends_the_ends_of_a_batch_anywhere) {
-  first_and_last_go_anywhere(qe::ea::shuffle);
-  first_and_last_go_anywhere(qe::ea::detail::shuffle_portable);
+  for (Shuffle path : paths()) first_and_last_go_anywhere(path);
 }
