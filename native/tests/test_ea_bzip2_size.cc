@@ -243,3 +243,31 @@ QE_TEST(bzip2_size_zero_run_coding_follows_bzip2s_rule_with_and_without_avx512) 
     }
   }
 }
+
+// The group counts have an AVX-512 version (used wherever the CPU has AVX-512 BW, so by every
+// libbz2 comparison above on such a CPU) and a portable one. Both must give every group's
+// count of each of the 16 symbols, checked against counting one symbol at a time: streams
+// of every length from 0 to past 200 groups (a short last group), skewed towards RUNA and
+// RUNB as coded text is, and made of one symbol only.
+QE_TEST(bzip2_size_group_counts_are_the_same_with_and_without_avx512) {
+  using qe::ea::detail::GroupCounts;
+  std::mt19937_64 rng(50);
+  const bool avx512 = qe::cpu::has_avx512bw();
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t symbols = trial < 120 ? static_cast<size_t>(trial) : rng() % 10050;
+    std::vector<uint8_t> coded(symbols + 64);
+    for (size_t i = 0; i < symbols; ++i)
+      coded[i] = trial % 7 == 0 ? 15 : static_cast<uint8_t>(rng() % 3 == 0 ? rng() % 16 : rng() % 2);
+    const size_t groups = (symbols + 49) / 50;
+    std::vector<GroupCounts> expected(groups);
+    for (size_t g = 0; g < groups; ++g)
+      for (size_t v = 0; v < 16; ++v)
+        expected[g][v] = static_cast<uint8_t>(std::count(coded.begin() + static_cast<std::ptrdiff_t>(g * 50),
+                                                         coded.begin() + static_cast<std::ptrdiff_t>(std::min(symbols, g * 50 + 50)), v));
+    std::vector<GroupCounts> portable(groups), vector(groups);
+    qe::ea::detail::count_groups_portable(coded.data(), symbols, portable.data());
+    CHECK(portable == expected);
+    CHECK_EQ(qe::ea::detail::count_groups_avx512(coded.data(), symbols, vector.data()), avx512);
+    if (avx512) CHECK(vector == expected);
+  }
+}
