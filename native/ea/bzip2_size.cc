@@ -166,10 +166,13 @@ void make_code_lengths(uint8_t* length, const uint32_t* freq, int alpha, int max
   }
 }
 
-// Per token type, what the fill writes: the bucket of each suffix and the symbol before it.
+// Per token type, what the fill writes: the symbol before its space, and for each other
+// position it writes, the bucket of the suffix there and the symbol before it.
 struct Fill {
   uint32_t bucket[kMaxDigits + 1];
   uint8_t before[kMaxDigits + 1];
+  uint8_t before_space;
+  uint8_t writes;     // positions in bucket/before (the fill loop's slots for a short type)
   uint8_t positions;  // digits + 1 (the space)
 };
 
@@ -189,6 +192,7 @@ struct Bzip2Size::Workspace {
   std::vector<uint8_t> selector;
   std::vector<TokenType> long_types;
   std::vector<Fill> fill_rows;
+  std::vector<int> bucket_symbol;  // per suffix bucket: the symbol every position has before it, if one
   bool in_use[kChars];
 };
 
@@ -521,6 +525,22 @@ bool naive_last_column(const char* block, size_t n, Bzip2Size::Workspace& w) {
   return true;
 }
 
+// The fill: the k-th rotation in sorted order starts at the token after a token whose row
+// is rows[...]: its space's position goes to place k of the " " bucket, its other positions
+// to the next places of their buckets.
+template <size_t Slots>
+void fill_last_column(const Fill* rows, const uint64_t* sorted, size_t m, uint32_t* bucket, uint8_t* last) {
+  for (size_t k = 0; k < m; ++k) {
+    const Fill& f = rows[static_cast<uint32_t>(sorted[k]) >> kIndexBits];
+    last[k] = f.before_space;
+    if (f.positions > 4) [[unlikely]] {
+      for (size_t d = 0; d < f.writes; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
+      continue;
+    }
+    for (size_t d = 0; d < Slots; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
+  }
+}
+
 // The last column of the sorted rotations of a block given as its cyclic token sequence
 // (w.token_type), as symbol numbers (w.symbols, w.in_use). Every position in a token
 // "<d1..dL> " starts a rotation that reads (the token's digits from there on) + ' ' + (the
@@ -578,45 +598,65 @@ void last_column_of_tokens(size_t n, Bzip2Size::Workspace& w) {
   // the rotation at the next token alone, so the k-th in sa order goes to place k, with no
   // counter (a shared one would chain every token's update through memory).
   if (bucket[rank_of[0]] != 0 || bucket[rank_of[0] + 1] != m) throw std::logic_error("bzip2 size: the space bucket is not first");
-  // Per type present, the bucket of each suffix and the symbol before it, so the fill reads
-  // one row, found by the dense rank the sort carries for the token before each rotation.
-  // Short tokens write three digit positions each, those past the token into a spill area
-  // after the block (so the loop has no data-dependent branch); the odd long token loops.
-  // Each type spills into a counter of its own, for the same reason.
+  // A bucket is constant where every position that lands in it has the same symbol before
+  // it: the suffix "abc " of the three-digit tokens, for one, comes only from the token
+  // "abc" itself, after a space. Such buckets are filled in one go and their positions
+  // dropped from the fill loop (for the text of 8-bit samples, a third of its writes).
+  constexpr int kNoSymbol = -1, kMixed = -2;
+  std::vector<int>& bucket_symbol = w.bucket_symbol;
+  bucket_symbol.assign(types, kNoSymbol);
+  // Position d of a token: preceded by the previous token's space (d = 0) or digit d-1.
+  const auto symbol_before = [&](const TokenType& tt, size_t d) { return d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])]; };
+  for (uint32_t t = 0; t < types; ++t) {
+    if (tokens_of_type[t] == 0) continue;
+    const TokenType& tt = type_at(t);
+    for (size_t d = 0; d < tt.length; ++d) {
+      int& b = bucket_symbol[rank_of[tt.suffix_type[d]]];
+      const int before = symbol_before(tt, d);
+      b = b == kNoSymbol || b == before ? before : kMixed;
+    }
+  }
+  w.symbols.resize(n + 3 * m + 4);
+  uint8_t* last = w.symbols.data();
+  for (uint32_t r = 0; r < types; ++r)
+    if (bucket_symbol[r] >= 0) std::memset(last + bucket[r], bucket_symbol[r], bucket[r + 1] - bucket[r]);
+  // Per type present, the bucket of each position still to write and the symbol before it,
+  // so the fill reads one row, found by the dense rank the sort carries for the token before
+  // each rotation. Short tokens write a fixed number of slots each (two where no type needs
+  // three), the unused ones into a spill area after the block (so the loop has no
+  // data-dependent branch); the odd long token loops over all its positions (those in a
+  // constant bucket write the same symbol again). Each type spills into a counter of its
+  // own, for the same reason.
   std::vector<Fill>& rows = w.fill_rows;
   rows.resize(distinct);
-  uint32_t spill_at = static_cast<uint32_t>(n);
+  size_t slots = 0;
   for (uint32_t t = 0; t < types; ++t) {
     if (tokens_of_type[t] == 0) continue;
     const TokenType& tt = type_at(t);
     Fill& f = rows[dense_of[t]];
     f.positions = static_cast<uint8_t>(tt.length + 1);
-    for (size_t d = 0; d <= tt.length; ++d) {
-      f.bucket[d] = rank_of[tt.suffix_type[d]];
-      // Position d of the token: preceded by the previous token's space (d = 0) or digit d-1.
-      f.before[d] = d == 0 ? symbol_of[0] : symbol_of[char_index(tt.digits[d - 1])];
+    f.before_space = symbol_before(tt, tt.length);
+    f.writes = 0;
+    for (size_t d = 0; d < tt.length; ++d) {
+      const uint32_t r = rank_of[tt.suffix_type[d]];
+      if (t < kShortTypes && bucket_symbol[r] >= 0) continue;
+      f.bucket[f.writes] = r;
+      f.before[f.writes++] = symbol_before(tt, d);
     }
-    if (t < kShortTypes) {
-      const uint32_t spill = static_cast<uint32_t>(types + 1 + t);
-      bucket[spill] = spill_at;
-      spill_at += tokens_of_type[t] * static_cast<uint32_t>(3 - tt.length);
-      for (size_t d = tt.length; d < 3; ++d) f.bucket[d] = spill;
-    }
+    if (t < kShortTypes) slots = std::max<size_t>(slots, f.writes);
   }
-  w.symbols.resize(n + 2 * m + 4);
-  uint8_t* last = w.symbols.data();
-  const uint64_t* sorted = w.keyed.data();
-  for (size_t k = 0; k < m; ++k) {
-    const Fill& f = rows[static_cast<uint32_t>(sorted[k]) >> kIndexBits];
-    last[k] = f.before[f.positions - 1];
-    if (f.positions > 4) [[unlikely]] {
-      for (size_t d = 0; d + 1 < f.positions; ++d) last[bucket[f.bucket[d]]++] = f.before[d];
-      continue;
-    }
-    last[bucket[f.bucket[0]]++] = f.before[0];
-    last[bucket[f.bucket[1]]++] = f.before[1];
-    last[bucket[f.bucket[2]]++] = f.before[2];
+  slots = std::max<size_t>(slots, 2);
+  uint32_t spill_at = static_cast<uint32_t>(n);
+  for (uint32_t t = 0; t < kShortTypes; ++t) {
+    if (tokens_of_type[t] == 0) continue;
+    Fill& f = rows[dense_of[t]];
+    const uint32_t spill = static_cast<uint32_t>(types + 1 + t);
+    bucket[spill] = spill_at;
+    spill_at += tokens_of_type[t] * static_cast<uint32_t>(slots - f.writes);
+    for (size_t d = f.writes; d < slots; ++d) f.bucket[d] = spill;
   }
+  if (slots == 2) fill_last_column<2>(rows.data(), w.keyed.data(), m, bucket.data(), last);
+  else fill_last_column<3>(rows.data(), w.keyed.data(), m, bucket.data(), last);
   w.symbols.resize(n);
 }
 
