@@ -10,7 +10,7 @@
 // sort over ~1.4 x 10^5 tokens per block instead of 5 x 10^5 characters, prefix doubling
 // only where long repeats leave ties) and each character position then takes its place
 // from its token's order. The rest follows bzip2 1.0.x (1.0.3 and later: 17-bit code length
-// limit) step for step, counting bits instead of writing them: 16-25 ms for the text of
+// limit) step for step, counting bits instead of writing them: 15-25 ms for the text of
 // 10^6 8-bit samples on the machines measured (benchmarks/README.md, ea). The tests compare the result with libbz2 itself on shuffled 1-, 4- and
 // 8-bit data, periodic and constant data, long repeats and every way a block can end.
 #pragma once
