@@ -1100,8 +1100,8 @@ __attribute__((target("avx512f,avx512bw,popcnt"))) void count_groups_avx512_kern
                                                                                   GroupCounts* counts) {
   for (size_t g = 0; g * kGroupSize < symbols; ++g) {
     const size_t size = std::min(kGroupSize, symbols - g * kGroupSize);
-    const __m512i x = _mm512_maskz_loadu_epi8(~__mmask64{0} >> (64 - size), coded + g * kGroupSize);
     const __mmask64 in_group = ~__mmask64{0} >> (64 - size);
+    const __m512i x = _mm512_maskz_loadu_epi8(in_group, coded + g * kGroupSize);
     for (size_t v = 0; v < kAlphabetSlots; ++v)
       counts[g][v] = static_cast<uint8_t>(__builtin_popcountll(_mm512_mask_cmpeq_epi8_mask(in_group, x, _mm512_set1_epi8(static_cast<char>(v)))));
   }

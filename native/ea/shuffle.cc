@@ -66,23 +66,21 @@ size_t shuffle_steps(uint8_t* a, size_t i, size_t stop, Xoshiro& rng) {
 // bulk of the time; the draws go from about a third of it to a tenth.
 constexpr size_t kBatch = 64;
 
+// Four and eight xoshiro256** streams, one per 64-bit lane (GCC vectors, which take the
+// shift, add and xor operators xoshiro_step uses).
+using Streams4 = uint64_t __attribute__((vector_size(32)));
+using Streams8 = uint64_t __attribute__((vector_size(64)));
+
 // product[k] = draw x (i - k) for k < 64; true if any of them needs the rejection test.
-__attribute__((target("avx2"))) bool draw_batch(__m256i (&s)[4], uint64_t i, uint64_t* product) {
+__attribute__((target("avx2"))) bool draw_batch(Streams4 (&s)[4], uint64_t i, uint64_t* product) {
   const __m256i step = _mm256_setr_epi64x(0, 1, 2, 3), four = _mm256_set1_epi64x(4);
   const __m256i low = _mm256_set1_epi64x(0xFFFFFFFF);
   __m256i reject = _mm256_setzero_si256();
-  __m256i s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+  Streams4 state[4] = {s[0], s[1], s[2], s[3]};
   for (size_t k = 0; k < kBatch; k += 8) {
-    const __m256i x = _mm256_add_epi64(_mm256_slli_epi64(s1, 2), s1);  // s1 * 5
-    const __m256i rotated = _mm256_or_si256(_mm256_slli_epi64(x, 7), _mm256_srli_epi64(x, 57));
-    const __m256i r = _mm256_add_epi64(_mm256_slli_epi64(rotated, 3), rotated);  // * 9
-    const __m256i t = _mm256_slli_epi64(s1, 17);
-    s2 = _mm256_xor_si256(s2, s0);
-    s3 = _mm256_xor_si256(s3, s1);
-    s1 = _mm256_xor_si256(s1, s2);
-    s0 = _mm256_xor_si256(s0, s3);
-    s2 = _mm256_xor_si256(s2, t);
-    s3 = _mm256_or_si256(_mm256_slli_epi64(s3, 45), _mm256_srli_epi64(s3, 19));
+    Streams4 output;
+    xoshiro_step(state, output);
+    const auto r = reinterpret_cast<__m256i>(output);
     const __m256i bound_a = _mm256_sub_epi64(_mm256_set1_epi64x(static_cast<long long>(i - k)), step);
     const __m256i bound_b = _mm256_sub_epi64(bound_a, four);
     const __m256i a = _mm256_mul_epu32(r, bound_a), b = _mm256_mul_epu32(_mm256_srli_epi64(r, 32), bound_b);
@@ -92,7 +90,7 @@ __attribute__((target("avx2"))) bool draw_batch(__m256i (&s)[4], uint64_t i, uin
     reject = _mm256_or_si256(reject, _mm256_cmpgt_epi64(bound_a, _mm256_and_si256(a, low)));
     reject = _mm256_or_si256(reject, _mm256_cmpgt_epi64(bound_b, _mm256_and_si256(b, low)));
   }
-  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+  for (int w = 0; w < 4; ++w) s[w] = state[w];
   return !_mm256_testz_si256(reject, reject);
 }
 
@@ -112,20 +110,25 @@ void redraw_rejected(uint64_t* product, uint64_t i, Xoshiro& rng) {
   }
 }
 
-__attribute__((target("avx2"))) size_t shuffle_in_batches(uint8_t* a, size_t i, Xoshiro& rng) {
-  __m256i s[4];
-  for (__m256i& word : s) {
-    alignas(32) uint64_t lanes[4];
-    for (uint64_t& lane : lanes) lane = rng.next();
-    word = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
-  }
-  alignas(32) uint64_t product[kBatch];
+// The batches, at either width: the streams seeded from rng, then per batch the 64 positions
+// drawn, the rare rejected ones redrawn, and the swaps. Inlined into each width's function,
+// so it compiles with that ISA.
+template <typename Streams, bool (*Draw)(Streams (&)[4], uint64_t, uint64_t*)>
+[[gnu::always_inline]] inline size_t shuffle_batches(uint8_t* a, size_t i, Xoshiro& rng) {
+  Streams s[4];
+  for (Streams& word : s)
+    for (size_t lane = 0; lane < sizeof(Streams) / sizeof(uint64_t); ++lane) word[lane] = rng.next();
+  alignas(64) uint64_t product[kBatch];
   for (; i > kBatch + 1 && i <= (uint64_t{1} << 32); i -= kBatch) {
-    if (draw_batch(s, i, product)) [[unlikely]]
+    if (Draw(s, i, product)) [[unlikely]]
       redraw_rejected(product, i, rng);
     swap_batch(a, i, product);
   }
   return i;
+}
+
+__attribute__((target("avx2"))) size_t shuffle_in_batches(uint8_t* a, size_t i, Xoshiro& rng) {
+  return shuffle_batches<Streams4, draw_batch>(a, i, rng);
 }
 
 // GCC 12's AVX-512 intrinsics pass a deliberately undefined register through, which its own
@@ -136,22 +139,15 @@ __attribute__((target("avx2"))) size_t shuffle_in_batches(uint8_t* a, size_t i, 
 // The same with AVX-512: eight streams, sixteen draws a round, half the instructions per
 // draw. Fisher-Yates over 10^6 bytes: 1.04 -> 0.83 ms on Zen 4 (the swaps alone, with
 // positions drawn beforehand, take 0.78).
-__attribute__((target("avx512f"))) bool draw_batch_avx512(__m512i (&s)[4], uint64_t i, uint64_t* product) {
+__attribute__((target("avx512f"))) bool draw_batch_avx512(Streams8 (&s)[4], uint64_t i, uint64_t* product) {
   const __m512i step = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), eight = _mm512_set1_epi64(8);
   const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
   __mmask8 reject = 0;
-  __m512i s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+  Streams8 state[4] = {s[0], s[1], s[2], s[3]};
   for (size_t k = 0; k < kBatch; k += 16) {
-    const __m512i x = _mm512_add_epi64(_mm512_slli_epi64(s1, 2), s1);  // s1 * 5
-    const __m512i rotated = _mm512_rol_epi64(x, 7);
-    const __m512i r = _mm512_add_epi64(_mm512_slli_epi64(rotated, 3), rotated);  // * 9
-    const __m512i t = _mm512_slli_epi64(s1, 17);
-    s2 = _mm512_xor_si512(s2, s0);
-    s3 = _mm512_xor_si512(s3, s1);
-    s1 = _mm512_xor_si512(s1, s2);
-    s0 = _mm512_xor_si512(s0, s3);
-    s2 = _mm512_xor_si512(s2, t);
-    s3 = _mm512_rol_epi64(s3, 45);
+    Streams8 output;
+    xoshiro_step(state, output);
+    const auto r = reinterpret_cast<__m512i>(output);
     const __m512i bound_a = _mm512_sub_epi64(_mm512_set1_epi64(static_cast<long long>(i - k)), step);
     const __m512i bound_b = _mm512_sub_epi64(bound_a, eight);
     const __m512i a = _mm512_mul_epu32(r, bound_a), b = _mm512_mul_epu32(_mm512_srli_epi64(r, 32), bound_b);
@@ -159,28 +155,15 @@ __attribute__((target("avx512f"))) bool draw_batch_avx512(__m512i (&s)[4], uint6
     _mm512_storeu_si512(product + k + 8, b);
     reject |= _mm512_cmplt_epu64_mask(_mm512_and_si512(a, low), bound_a) | _mm512_cmplt_epu64_mask(_mm512_and_si512(b, low), bound_b);
   }
-  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+  for (int w = 0; w < 4; ++w) s[w] = state[w];
   return reject != 0;
 }
 
 __attribute__((target("avx512f"))) size_t shuffle_in_batches_avx512(uint8_t* a, size_t i, Xoshiro& rng) {
-  __m512i s[4];
-  for (__m512i& word : s) {
-    alignas(64) uint64_t lanes[8];
-    for (uint64_t& lane : lanes) lane = rng.next();
-    word = _mm512_load_si512(lanes);
-  }
-  alignas(64) uint64_t product[kBatch];
-  for (; i > kBatch + 1 && i <= (uint64_t{1} << 32); i -= kBatch) {
-    if (draw_batch_avx512(s, i, product)) [[unlikely]]
-      redraw_rejected(product, i, rng);
-    swap_batch(a, i, product);
-  }
-  return i;
+  return shuffle_batches<Streams8, draw_batch_avx512>(a, i, rng);
 }
 #pragma GCC diagnostic pop
 #endif
-
 
 enum class Path { kPortable, kAvx2, kAvx512 };
 

@@ -8,23 +8,32 @@
 
 namespace qe::ea {
 
-// xoshiro256** (Blackman and Vigna); the caller seeds s from the OS CSPRNG.
+// One xoshiro256** step (Blackman and Vigna) on the state s, its output in `result`: on
+// 64-bit words, or on GCC vectors of them, where each lane is a stream of its own (the
+// shuffle's AVX2 and AVX-512 batches). The multiplies by 5 and 9 are shifts and adds, which
+// vector lanes have. Inlined always, so a vector step compiles with its caller's ISA.
+template <typename Word>
+[[gnu::always_inline]] inline void xoshiro_step(Word (&s)[4], Word& result) {
+  const Word x = (s[1] << 2) + s[1];  // s1 * 5
+  const Word rotated = (x << 7) | (x >> 57);
+  result = (rotated << 3) + rotated;  // * 9
+  const Word t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = (s[3] << 45) | (s[3] >> 19);
+}
+
+// xoshiro256**; the caller seeds s from the OS CSPRNG.
 struct Xoshiro {
   uint64_t s[4];
   uint64_t next() {
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
+    uint64_t result;
+    xoshiro_step(s, result);
     return result;
   }
-
- private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 };
 
 // Fisher-Yates: every permutation equally likely. The positions are drawn with Lemire's

@@ -56,9 +56,11 @@ QE_TEST(shuffle_makes_every_permutation_equally_likely) {
 
 namespace {
 
+using Shuffle = void (*)(std::vector<uint8_t>&, qe::ea::Xoshiro&);
+
 // Every path (the portable one, and the AVX2 and AVX-512 batches where the CPU has them), on
 // an input long enough for many batches plus a tail.
-void sends_an_element_anywhere_and_keeps_the_rest(void (*shuffle)(std::vector<uint8_t>&, qe::ea::Xoshiro&)) {
+void sends_an_element_anywhere_and_keeps_the_rest(Shuffle shuffle) {
   std::vector<uint8_t> data(100003);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i % 200);
   data[0] = 255;  // the one element tracked
@@ -79,7 +81,7 @@ void sends_an_element_anywhere_and_keeps_the_rest(void (*shuffle)(std::vector<ui
 
 // Every position of a 67-element input (one batch of 64 and a tail of 3) equally likely for
 // its first and last elements.
-void first_and_last_go_anywhere(void (*shuffle)(std::vector<uint8_t>&, qe::ea::Xoshiro&)) {
+void first_and_last_go_anywhere(Shuffle shuffle) {
   constexpr size_t n = 67;
   std::vector<uint8_t> data(n);
   qe::ea::Xoshiro g = seeded(11);
@@ -95,12 +97,6 @@ void first_and_last_go_anywhere(void (*shuffle)(std::vector<uint8_t>&, qe::ea::X
   CHECK(uniformity_p(first) > 1e-4);
   CHECK(uniformity_p(last) > 1e-4);
 }
-
-}  // namespace
-
-namespace {
-
-using Shuffle = void (*)(std::vector<uint8_t>&, qe::ea::Xoshiro&);
 
 // The paths this CPU has, each alone.
 std::vector<Shuffle> paths() {
