@@ -41,7 +41,7 @@ describe('config', () => {
     expect(config.log.level).toBe('info');
     expect(config.entropy).toEqual({
       enabled: false,
-      listen: { host: '127.0.0.1', port: 8443 },
+      listen: { host: '127.0.0.1', port: 8443, maxConnections: 512 },
       plainHttp: false,
       source: 'hwrng',
       pool: { capacityBytes: 16 * 1024 * 1024, lowWaterBytes: 8 * 1024 * 1024 },

@@ -10,6 +10,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
 
 import { defaultGroups } from '../pqtls/index.js';
 
@@ -53,23 +54,104 @@ export interface ListenerTls {
   groups?: string;
 }
 
+export interface ListenerLimits {
+  /** Largest request head in bytes (default 8 KiB); larger gets 431. */
+  maxHeaderSize?: number;
+  /** Connections served at once (default 512); see ConnectionLimits. */
+  maxConnections?: number;
+}
+
 /**
  * An HTTPS server (HTTP without `tls`) for `handler`, with the shared limits: request head
- * `maxHeaderSize` (default 8 KiB), request 30 s, headers 10 s, keep-alive 5 s.
+ * `maxHeaderSize` (default 8 KiB), request 30 s, headers 10 s, keep-alive 5 s, and at
+ * most `maxConnections` connections (capConnections).
  */
-export function createListener(
-  handler: http.RequestListener,
-  tls: ListenerTls | undefined,
-  maxHeaderSize = 8192,
-): http.Server {
+export function createListener(handler: http.RequestListener, tls: ListenerTls | undefined, limits: ListenerLimits = {}): http.Server {
   // requireHostHeader off: Node would answer a Host-less request with an empty 400 itself.
-  const common = { maxHeaderSize, requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000, requireHostHeader: false };
+  const common = {
+    maxHeaderSize: limits.maxHeaderSize ?? 8192,
+    requestTimeout: 30_000,
+    headersTimeout: 10_000,
+    keepAliveTimeout: 5_000,
+    requireHostHeader: false,
+  };
   const server = tls
     ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3', ecdhCurve: tls.groups ?? defaultGroups() })
     : http.createServer(common);
   server.keepAliveTimeout = common.keepAliveTimeout;
   server.on('request', guardRawRequests(server, handler));
+  capConnections(server, { maxConnections: limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS });
   return server;
+}
+
+export const DEFAULT_MAX_CONNECTIONS = 512;
+
+export interface ConnectionLimits {
+  /** Connections served at once. The next ones get 503 with Retry-After on their first request. */
+  maxConnections: number;
+  /**
+   * Connections beyond `maxConnections` held just long enough to answer 503 (default 64);
+   * past those, the kernel's accepted sockets are closed at once without an answer, so a
+   * flood never costs more than maxConnections + rejectSlots descriptors.
+   */
+  rejectSlots?: number;
+  /** Retry-After of the 503 (default 5 s). */
+  retryAfterSeconds?: number;
+  /** A refused connection that sends no request in this time is closed (default 2 s). */
+  rejectTimeoutMs?: number;
+}
+
+/**
+ * Caps the connections of an HTTP or HTTPS server that already has its request handler
+ * (call it after `Fastify(...)` returned, or after createServer(handler)): past
+ * `maxConnections` a connection gets one `503 {"message","details"}` with Retry-After and
+ * is closed; past `maxConnections + rejectSlots` it is closed unanswered (Node's
+ * `server.maxConnections`), so no client can exhaust the process's file descriptors.
+ * Counted are established connections: on HTTPS those that finished their handshake
+ * (handshakes in progress count toward the hard cap only).
+ */
+export function capConnections(server: http.Server, limits: ConnectionLimits): void {
+  const max = limits.maxConnections;
+  const rejectSlots = limits.rejectSlots ?? 64;
+  const retryAfter = limits.retryAfterSeconds ?? 5;
+  const rejectTimeoutMs = limits.rejectTimeoutMs ?? 2_000;
+  server.maxConnections = max + rejectSlots;
+  const refused = new WeakSet<object>();
+  let open = 0;
+  const established = server instanceof tls.Server ? 'secureConnection' : 'connection';
+  server.on(established, (socket: Duplex) => {
+    open += 1;
+    socket.once('close', () => {
+      open -= 1;
+    });
+    if (open > max) {
+      refused.add(socket);
+      const timer = setTimeout(() => socket.destroy(), rejectTimeoutMs);
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
+    }
+  });
+  // Our answer goes before every request handler already registered (Fastify's router).
+  const handlers = server.listeners('request') as http.RequestListener[];
+  server.removeAllListeners('request');
+  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
+    if (refused.has(request.socket)) {
+      const body = JSON.stringify({
+        message: 'server busy: too many connections; retry later',
+        details: [{ limit: 'maxConnections', max_connections: max, retry_after_seconds: retryAfter }],
+      });
+      response.shouldKeepAlive = false;
+      response.writeHead(503, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        'retry-after': String(retryAfter),
+      });
+      response.end(body);
+      request.resume();
+      return;
+    }
+    for (const handler of handlers) handler.call(server, request, response);
+  });
 }
 
 /**

@@ -2,6 +2,10 @@
 // run's id as the event id. Runs after `after` (or after Last-Event-ID, which EventSource
 // sends when it reconnects) are sent first, so a page misses nothing between its load and
 // its stream, or across a dropped connection. One RunWatch serves every open stream.
+// Streams are anonymous and long-lived, so they are bounded: at most `maxStreams` open at
+// once and `maxStreamsPerClient` per client address (more get 503 with Retry-After), and
+// each is ended after `lifetimeMs`; EventSource reconnects with Last-Event-ID and misses
+// nothing.
 import type { FastifyInstance } from 'fastify';
 
 import { parseQuery } from '../quality/query.js';
@@ -14,7 +18,18 @@ export interface EventStreamOptions {
   watchIntervalMs?: number;
   /** Comment lines that keep idle streams open through proxies (default 25 s). */
   heartbeatMs?: number;
+  /** Streams open at once, all clients together (default 100). */
+  maxStreams?: number;
+  /** Streams open at once from one client address (default 4). */
+  maxStreamsPerClient?: number;
+  /** A stream is ended after this long; the browser reconnects (default 10 min). */
+  lifetimeMs?: number;
 }
+
+export const EVENT_STREAM_DEFAULTS = { maxStreams: 100, maxStreamsPerClient: 4, lifetimeMs: 600_000 } as const;
+
+/** Retry-After of a refused stream; EventSource itself retries after `retry:` (5 s). */
+const RETRY_AFTER_SECONDS = 10;
 
 export function registerEventStream(app: FastifyInstance, store: QualityStore, options: EventStreamOptions = {}): void {
   const watch = new RunWatch(store, {
@@ -22,6 +37,10 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     onError: (err) => app.log.warn({ err: (err as Error).message }, 'quality page: looking for new runs failed; will retry'),
   });
   const streams = new Set<() => void>();
+  const perClient = new Map<string, number>();
+  const maxStreams = options.maxStreams ?? EVENT_STREAM_DEFAULTS.maxStreams;
+  const maxPerClient = options.maxStreamsPerClient ?? EVENT_STREAM_DEFAULTS.maxStreamsPerClient;
+  const lifetimeMs = options.lifetimeMs ?? EVENT_STREAM_DEFAULTS.lifetimeMs;
 
   // Open streams never go idle: end them, or closing the server would wait for them.
   app.addHook('preClose', async () => {
@@ -33,6 +52,20 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     const q = parseQuery(request.query, { after: { kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 } });
     const lastEventId = request.headers['last-event-id'];
     const after = typeof lastEventId === 'string' && /^[0-9]{1,15}$/.test(lastEventId) ? Number(lastEventId) : q.after;
+    const client = request.socket.remoteAddress ?? 'unknown';
+    const fromClient = perClient.get(client) ?? 0;
+    if (streams.size >= maxStreams || fromClient >= maxPerClient) {
+      const total = streams.size >= maxStreams;
+      return reply
+        .code(503)
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .type('application/json; charset=utf-8')
+        .send({
+          message: total ? 'too many open event streams; retry later' : 'too many open event streams from this address; close one or retry later',
+          details: [total ? { limit: 'maxStreams', max: maxStreams } : { limit: 'maxStreamsPerClient', max: maxPerClient }],
+        });
+    }
+    perClient.set(client, fromClient + 1);
     const res = reply.raw;
     reply.hijack();
     res.writeHead(200, {
@@ -50,10 +83,16 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
       if (run.id > seen) send(run);
       seen = Math.max(seen, run.id);
     });
+    const lifetime = setTimeout(() => end(), lifetimeMs);
+    lifetime.unref();
     const end = (): void => {
+      if (!streams.delete(end)) return;
       clearInterval(heartbeat);
+      clearTimeout(lifetime);
       unsubscribe();
-      streams.delete(end);
+      const left = (perClient.get(client) ?? 1) - 1;
+      if (left > 0) perClient.set(client, left);
+      else perClient.delete(client);
       res.end();
     };
     streams.add(end);

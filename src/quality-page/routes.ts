@@ -16,7 +16,7 @@ import { parseQuery, QueryError } from '../quality/query.js';
 import type { QualityStore } from '../quality/store.js';
 import { loadAssets, SERVED, type Asset } from './assets.js';
 import { renderHtmlReport, reportCsp } from './html-report.js';
-import { registerEventStream } from './event-stream.js';
+import { registerEventStream, type EventStreamOptions } from './event-stream.js';
 import { buildRunView, timelineRun, type RunView, type RunViewInput } from './view-model.js';
 
 export interface QualityPageOptions {
@@ -27,6 +27,8 @@ export interface QualityPageOptions {
   watchIntervalMs?: number;
   /** Comment lines that keep idle event streams open through proxies (default 25 s). */
   heartbeatMs?: number;
+  /** Caps on event streams (total, per client address) and their lifetime (event-stream.ts). */
+  events?: Pick<EventStreamOptions, 'maxStreams' | 'maxStreamsPerClient' | 'lifetimeMs'>;
 }
 
 /** No inline script or style, no eval, nothing from another origin. */
@@ -150,5 +152,5 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
       .send(await renderHtmlReport(view));
   });
 
-  registerEventStream(app, store, { watchIntervalMs: options.watchIntervalMs, heartbeatMs: options.heartbeatMs });
+  registerEventStream(app, store, { watchIntervalMs: options.watchIntervalMs, heartbeatMs: options.heartbeatMs, ...options.events });
 }

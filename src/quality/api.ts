@@ -35,6 +35,8 @@ export interface QualityAppOptions {
   retryAfterSeconds?: number;
   /** Bytes of stored bits read (and expanded) per step of a streamed response (default 64 KiB). */
   streamChunkBytes?: number;
+  /** Connections served at once (`quality.listen.maxConnections`, default 512); more get 503. */
+  maxConnections?: number;
 }
 
 const ROUTES = ['/api/v1/logs', '/api/v1/failing_logs', '/api/v1/failing_random', '/api/v1/runs'];
@@ -61,7 +63,8 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     exposeHeadRoutes: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    serverFactory: (handler) => createListener(handler, options.tls),
+    serverFactory: (handler) =>
+      createListener(handler, options.tls, options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
     clientErrorHandler: (error, socket) => answerClientError(error, socket),
     frameworkErrors: (error, _request, reply) => {
       void sendError(reply, 400, { message: 'malformed request', details: [{ problem: error.message.slice(0, 200) }] });

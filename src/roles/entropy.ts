@@ -18,7 +18,8 @@ import { loadServingTls, useNewCertificate, type ServingTls } from './tls-files.
 import type { Role, RoleContext } from './types.js';
 
 export interface EntropyRoleConfig {
-  listen: { host: string; port: number };
+  /** maxConnections: default 512 (src/listener). */
+  listen: { host: string; port: number; maxConnections?: number };
   /** PEM files; required unless `plainHttp` is true. */
   tls?: { certFile: string; keyFile: string; minVersion?: 'TLSv1.2' | 'TLSv1.3'; groups?: string };
   /** Serve plain HTTP (loopback, or behind a TLS-terminating proxy). */
@@ -135,6 +136,7 @@ export class EntropyRole implements Role {
       logRequests: config.logRequests ?? false,
       ...(this.deps.now ? { now: this.deps.now } : {}),
       processMetrics: true,
+      ...(config.listen.maxConnections !== undefined ? { maxConnections: config.listen.maxConnections } : {}),
     });
     this.filler.start();
     await this.app.listen({

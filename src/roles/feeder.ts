@@ -2,16 +2,18 @@
 // every block and seeds the kernel pool and HSMs (docs/feeder.md). SIGHUP re-reads the
 // config file and rebuilds sources and sinks (the buffer and what it holds are kept);
 // SIGTERM finishes feeds in flight, zeroes the buffer and closes every session.
-import http from 'node:http';
-
 import type { Logger } from 'pino';
 
 import { loadConfig } from '../config/index.js';
 import type { FeederConfig } from '../config/sections/feeder.js';
 import { buildFeeder, FeedBuffer, type Feeder, writeStatusFile } from '../feeder/index.js';
 import type { FeederSourceOptions } from '../feeder/source.js';
+import { answerClientError, createListener } from '../listener/index.js';
 import { withTlsMetrics } from '../pqtls/index.js';
 import type { Role, RoleContext } from './types.js';
+
+/** Scrapers and operators only: a handful of connections is plenty. */
+export const FEEDER_STATUS_MAX_CONNECTIONS = 32;
 
 export interface FeederRoleDeps {
   /** The config file to re-read on reload (default: the one the daemon started with). */
@@ -26,7 +28,7 @@ export class FeederRole implements Role {
   private readonly logger: Logger;
   private buffer: FeedBuffer | undefined;
   private statusTimer: NodeJS.Timeout | undefined;
-  private server: http.Server | undefined;
+  private server: ReturnType<typeof createListener> | undefined;
   private statusWrite: Promise<void> = Promise.resolve();
   feeder: Feeder | undefined;
   /** Address of the status listener (port 0 in config picks a free port). */
@@ -122,9 +124,12 @@ export class FeederRole implements Role {
       .catch((err: Error) => this.logger.warn({ file, err: err.message }, 'cannot write the feeder status file'));
   }
 
-  /** /metrics (Prometheus), /status (JSON) and /healthz on a local address. */
+  /**
+   * /metrics (Prometheus), /status (JSON) and /healthz on a local address, with the
+   * listeners' shared timeouts and a small connection cap (it serves scrapers, not clients).
+   */
   private async listen(listen: { host: string; port: number }): Promise<void> {
-    const server = http.createServer((req, res) => {
+    const server = createListener((req, res) => {
       const feeder = this.feeder;
       const url = (req.url ?? '/').split('?', 1)[0];
       const send = (code: number, type: string, body: string): void => {
@@ -144,7 +149,8 @@ export class FeederRole implements Role {
       } else {
         send(404, 'application/json', JSON.stringify({ message: `no such path: ${url}`, details: [] }));
       }
-    });
+    }, undefined, { maxConnections: FEEDER_STATUS_MAX_CONNECTIONS });
+    server.on('clientError', (error: Error, socket) => answerClientError(error, socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(new Error(`feeder.status.listen: cannot listen on ${listen.host}:${listen.port}: ${err.message}`)));
       server.listen(listen.port, listen.host, () => resolve());

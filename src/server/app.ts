@@ -46,6 +46,8 @@ export interface EntropyAppOptions {
   shortSupplyRetrySeconds?: number;
   /** Largest request head in bytes (default 8 KiB); larger gets 431. */
   maxHeaderSize?: number;
+  /** Connections served at once (`entropy.listen.maxConnections`, default 512); more get 503. */
+  maxConnections?: number;
   /** Add Node process metrics to /metrics (default false). */
   processMetrics?: boolean;
 }
@@ -98,7 +100,8 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: false } },
-    serverFactory: (handler) => createListener(handler, options.tls, maxHeaderSize),
+    serverFactory: (handler) =>
+      createListener(handler, options.tls, { maxHeaderSize, ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}) }),
     clientErrorHandler: (error, socket) => answerClientError(error, socket),
     frameworkErrors: (error, _request, reply) => {
       void sendApiError(reply, new ApiError(400, 'malformed request', [{ problem: error.message }]));

@@ -7,12 +7,14 @@ import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
 import { validateGroups } from '../../pqtls/groups.js';
 import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
+import { DEFAULT_MAX_CONNECTIONS } from '../../listener/index.js';
 
 export const ENTROPY_SOURCES = ['hwrng', 'device:PATH', 'rdseed', 'upstream', 'getrandom'] as const;
 
 export interface EntropyConfig {
   enabled: boolean;
-  listen: { host: string; port: number };
+  /** maxConnections: connections served at once; more get 503 with Retry-After (docs/security.md). */
+  listen: { host: string; port: number; maxConnections?: number };
   /** PEM files; required when enabled unless plainHttp. */
   tls?: ServerTlsConfig;
   plainHttp: boolean;
@@ -109,10 +111,11 @@ export const entropySection: ConfigSection<EntropyConfig> = {
     node.object(['enabled', 'listen', 'tls', 'plainHttp', 'source', 'upstream', 'pool', 'health', 'rateLimit', 'logRequests']);
     const enabled = node.child('enabled').boolean(false);
 
-    const listenNode = node.child('listen').object(['host', 'port']);
+    const listenNode = node.child('listen').object(['host', 'port', 'maxConnections']);
     const listen = {
       host: listenNode.child('host').string('127.0.0.1'),
       port: listenNode.child('port').integer(8443, { min: 0, max: 65535 }),
+      maxConnections: listenNode.child('maxConnections').integer(DEFAULT_MAX_CONNECTIONS, { min: 1, max: 100_000 }),
     };
 
     const plainHttp = node.child('plainHttp').boolean(false);

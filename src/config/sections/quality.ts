@@ -4,6 +4,7 @@ import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
 import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
 import { validateEntropyApiClient, type EntropyApiClientConfig } from './entropy.js';
+import { DEFAULT_MAX_CONNECTIONS } from '../../listener/index.js';
 
 /** Where a run's bits come from. */
 export type QualitySourceKind = 'pool' | 'entropy-api';
@@ -11,7 +12,8 @@ export type QualitySourceKind = 'pool' | 'entropy-api';
 export interface QualityConfig {
   enabled: boolean;
   /** The quality APIs' own listener (the provider serves them from a separate host). */
-  listen: { host: string; port: number };
+  /** maxConnections: connections served at once; more get 503 with Retry-After (docs/security.md). */
+  listen: { host: string; port: number; maxConnections?: number };
   /** PEM files; required when enabled unless plainHttp. */
   tls?: ServerTlsConfig;
   plainHttp: boolean;
@@ -111,10 +113,11 @@ export const qualitySection: ConfigSection<QualityConfig> = {
   validate(node) {
     node.object(KEYS);
     const enabled = node.child('enabled').boolean(false);
-    const listenNode = node.child('listen').object(['host', 'port']);
+    const listenNode = node.child('listen').object(['host', 'port', 'maxConnections']);
     const listen = {
       host: listenNode.child('host').string(QUALITY_DEFAULTS.listen.host),
       port: listenNode.child('port').integer(QUALITY_DEFAULTS.listen.port, { min: 0, max: 65535 }),
+      maxConnections: listenNode.child('maxConnections').integer(DEFAULT_MAX_CONNECTIONS, { min: 1, max: 100_000 }),
     };
     const plainHttp = node.child('plainHttp').boolean(false);
     const tls = validateServerTls(node.child('tls'), 'quality', { enabled, plainHttp });
