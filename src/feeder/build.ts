@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import type { Logger } from 'pino';
 
 import type { FeederConfig } from '../config/sections/feeder.js';
+import { insecureHttpWarning, isInsecureRemoteHttp } from '../config/insecure-http.js';
 import { cappedCredit, healthMinEntropy, readAssessment } from '../ea/index.js';
 import type { FeedBuffer } from './buffer.js';
 import { Feeder } from './feeder.js';
@@ -42,6 +43,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
   const assessed = config.health.assessment ? await readAssessment(config.health.assessment, 'feeder.health.assessment') : undefined;
   const sources: FeederSourceOptions[] = [];
   for (const [i, src] of config.sources.entries()) {
+    if (src.allowInsecureHttp && isInsecureRemoteHttp(src.url)) options.logger.warn(insecureHttpWarning(`feeder.sources.${i}`, src.url));
     const token = src.tokenFile ? await readSecret(src.tokenFile, `feeder.sources.${i}.tokenFile`) : src.token!;
     const ca = src.caFile
       ? await fs.readFile(src.caFile).catch((err: NodeJS.ErrnoException) => {

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 
 import { AccountStore } from '../accounts/index.js';
+import { insecureHttpWarning, isInsecureRemoteHttp, isLoopbackHost } from '../config/insecure-http.js';
 import { healthMinEntropy, readAssessment } from '../ea/index.js';
 import { EntropyPool, PoolFiller } from '../pool/index.js';
 import { accountsFromStore } from '../server/account-store.js';
@@ -26,7 +27,7 @@ export interface EntropyRoleConfig {
   plainHttp?: boolean;
   /** hwrng | device:PATH | rdseed | upstream | getrandom */
   source: string;
-  upstream?: { url: string; token?: string; tokenFile?: string; caFile?: string; blocksPerRequest?: number; tlsGroups?: string };
+  upstream?: { url: string; token?: string; tokenFile?: string; caFile?: string; blocksPerRequest?: number; tlsGroups?: string; allowInsecureHttp?: boolean };
   pool?: { capacityBytes?: number; lowWaterBytes?: number; chunkBytes?: number };
   health?: { minEntropyPerByte?: number; assessment?: string; failureLimit?: number };
   /** sqlite:PATH or postgres://... */
@@ -70,7 +71,7 @@ export class EntropyRole implements Role {
   async start(): Promise<void> {
     const { config } = this;
     const tls = await this.loadTls();
-    const loopback = isLoopback(config.listen.host);
+    const loopback = isLoopbackHost(config.listen.host);
     if (!tls && !loopback) {
       this.logger.warn({ host: config.listen.host }, 'serving plain HTTP on a non-loopback address: put a TLS proxy in front');
     }
@@ -199,6 +200,7 @@ export class EntropyRole implements Role {
   }
 
   private async upstreamOptions(upstream: NonNullable<EntropyRoleConfig['upstream']>) {
+    if (upstream.allowInsecureHttp && isInsecureRemoteHttp(upstream.url)) this.logger.warn(insecureHttpWarning('entropy.upstream', upstream.url));
     let token = upstream.token;
     if (upstream.tokenFile) token = (await fs.readFile(upstream.tokenFile, 'utf8')).trim();
     if (!token) throw new Error('entropy.upstream: token or tokenFile is required');
@@ -224,8 +226,4 @@ async function withDeadline(work: Promise<void> | undefined, ms: number): Promis
   });
   await Promise.race([work.catch(() => undefined), deadline]);
   clearTimeout(timer);
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import type { Logger } from 'pino';
 
 import { EntropyClient } from '../client/index.js';
+import { insecureHttpWarning, isInsecureRemoteHttp } from '../config/insecure-http.js';
 import type { KmeConfig } from '../config/sections/kme.js';
 import { KmeSite } from '../kme/site.js';
 import { clientSeedSource, poolSeedSource, systemSeedSource, type SeedSource } from '../kme/seed-source.js';
@@ -53,6 +54,9 @@ export class KmeRole implements Role {
       }
       case 'entropy-api': {
         const api = this.config.entropyApi!;
+        if (api.allowInsecureHttp && isInsecureRemoteHttp(api.url)) {
+          this.logger.warn(`${insecureHttpWarning('kme.entropyApi', api.url)}; whoever can read that path can compute every key unless the ratchet or a PSK is on`);
+        }
         const token = (await fs.readFile(api.tokenFile, 'utf8')).trim();
         this.client = new EntropyClient({ url: api.url, token, ...(api.caFile ? { ca: await fs.readFile(api.caFile) } : {}) });
         return clientSeedSource(this.client);

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 
 import type { QualityConfig } from '../config/index.js';
+import { insecureHttpWarning, isInsecureRemoteHttp } from '../config/insecure-http.js';
 import type { EntropyPool } from '../pool/index.js';
 import { buildQualityApp } from '../quality/api.js';
 import { QualityService } from '../quality/service.js';
@@ -126,6 +127,7 @@ export class QualityRole implements Role {
     if (config.source === 'entropy-api') {
       const api = config.entropyApi;
       if (!api) throw new Error('quality.entropyApi: url and tokenFile are required when quality.source is "entropy-api"');
+      if (api.allowInsecureHttp && isInsecureRemoteHttp(api.url)) this.logger.warn(insecureHttpWarning('quality.entropyApi', api.url));
       let token = api.token;
       if (api.tokenFile) token = (await fs.readFile(api.tokenFile, 'utf8')).trim();
       if (!token) throw new Error('quality.entropyApi: token or tokenFile is required');

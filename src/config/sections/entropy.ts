@@ -8,6 +8,7 @@ import type { ConfigSection } from '../section.js';
 import { validateGroups } from '../../pqtls/groups.js';
 import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
 import { DEFAULT_MAX_CONNECTIONS } from '../../listener/index.js';
+import { insecureHttpProblem } from '../insecure-http.js';
 
 export const ENTROPY_SOURCES = ['hwrng', 'device:PATH', 'rdseed', 'upstream', 'getrandom'] as const;
 
@@ -52,6 +53,8 @@ export interface EntropyApiClientConfig {
   blocksPerRequest?: number;
   /** `tls.groups`: key-exchange groups offered to the API (absent: the runtime's default; docs/post-quantum.md). */
   tlsGroups?: string;
+  /** Allow http:// to a non-loopback host (the token goes in clear; logged at start). */
+  allowInsecureHttp?: boolean;
 }
 
 /**
@@ -63,11 +66,14 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
     if (requiredWhen) node.fail(`is required when ${requiredWhen}`);
     return undefined;
   }
-  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls']);
+  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls', 'allowInsecureHttp']);
   const groupsNode = node.child('tls').object(['groups']).child('groups');
   const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
   if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an http(s) URL, got ${JSON.stringify(url)}`);
+  const allowInsecureHttp = node.child('allowInsecureHttp').boolean(false);
+  const insecure = url ? insecureHttpProblem(url, allowInsecureHttp) : undefined;
+  if (insecure) node.child('url').fail(insecure);
   const tokenFile = node.child('tokenFile').optionalString();
   const token = node.child('token').optionalString();
   if (!tokenFile && !token) node.fail('needs tokenFile (or token)');
@@ -81,6 +87,7 @@ export function validateEntropyApiClient(node: ConfigNode, requiredWhen: string 
     ...(caFile !== undefined ? { caFile } : {}),
     ...(blocksPerRequest !== undefined ? { blocksPerRequest } : {}),
     ...(tlsGroups !== undefined ? { tlsGroups } : {}),
+    ...(allowInsecureHttp ? { allowInsecureHttp } : {}),
   };
 }
 

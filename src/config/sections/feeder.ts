@@ -5,6 +5,7 @@ import path from 'node:path';
 import { validateGroups } from '../../pqtls/groups.js';
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
+import { insecureHttpProblem } from '../insecure-http.js';
 
 export interface FeederSourceConfig {
   url: string;
@@ -15,6 +16,8 @@ export interface FeederSourceConfig {
   blocksPerRequest: number;
   /** `tls.groups`: key-exchange groups offered to the API (absent: the runtime's default; docs/post-quantum.md). */
   tlsGroups?: string;
+  /** Allow http:// to a non-loopback host (the token goes in clear; logged at start). */
+  allowInsecureHttp?: boolean;
 }
 
 export interface FeederPkcs11Config {
@@ -65,11 +68,14 @@ function absolutePath(node: ConfigNode, required: boolean): string | undefined {
 }
 
 function validateSource(node: ConfigNode): FeederSourceConfig {
-  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls']);
+  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls', 'allowInsecureHttp']);
   const groupsNode = node.child('tls').object(['groups']).child('groups');
   const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
   if (url && !/^https?:\/\/[^/]+/.test(url)) node.child('url').fail(`expected an https:// URL, got ${JSON.stringify(url)}`);
+  const allowInsecureHttp = node.child('allowInsecureHttp').boolean(false);
+  const insecure = url ? insecureHttpProblem(url, allowInsecureHttp) : undefined;
+  if (insecure) node.child('url').fail(insecure);
   const tokenFile = absolutePath(node.child('tokenFile'), false);
   const token = node.child('token').optionalString();
   if (!tokenFile && !token) node.fail('needs tokenFile (a file holding the access token)');
@@ -81,6 +87,7 @@ function validateSource(node: ConfigNode): FeederSourceConfig {
     ...(caFile ? { caFile } : {}),
     blocksPerRequest: node.child('blocksPerRequest').integer(64, { min: 1, max: 512 }),
     ...(tlsGroups !== undefined ? { tlsGroups } : {}),
+    ...(allowInsecureHttp ? { allowInsecureHttp } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { isValidId } from '../../pki/identity.js';
 import type { PathKeys } from '../paths.js';
 import type { EnvValueType, SectionContext } from '../section.js';
+import { insecureHttpProblem } from '../insecure-http.js';
 import { defaultGroups, groupsProblem, hybridAvailable, isHybridGroup, NODE_VERSIONS_WITH_MLKEM } from '../../pqtls/index.js';
 
 export type KmeSeedSourceKind = 'pool' | 'entropy-api' | 'system';
@@ -47,7 +48,8 @@ export interface KmeConfig {
   saes: Record<string, string>;
   seedSource: KmeSeedSourceKind;
   /** For seedSource 'entropy-api': the entropy service to draw seeds from. */
-  entropyApi?: { url: string; tokenFile: string; caFile?: string };
+  /** allowInsecureHttp: accept http:// to a non-loopback host (token and seeds in clear; logged at start). */
+  entropyApi?: { url: string; tokenFile: string; caFile?: string; allowInsecureHttp?: boolean };
   /** Default key size in bits. */
   keySize: number;
   minKeySize: number;
@@ -260,11 +262,20 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
   if (raw.entropyApi !== undefined) {
     const e = raw.entropyApi;
     if (!isObj(e)) throw new KmeConfigError(`${at}.entropyApi`, 'must be an object { url, tokenFile, caFile? }');
-    checkKnown(e, ['url', 'tokenFile', 'caFile'], `${at}.entropyApi`);
+    checkKnown(e, ['url', 'tokenFile', 'caFile', 'allowInsecureHttp'], `${at}.entropyApi`);
+    const url = str(e, 'url', `${at}.entropyApi`);
+    if (e.allowInsecureHttp !== undefined && typeof e.allowInsecureHttp !== 'boolean') {
+      throw new KmeConfigError(`${at}.entropyApi.allowInsecureHttp`, 'must be true or false');
+    }
+    const allowInsecureHttp = e.allowInsecureHttp === true;
+    // The seeds of every key come over this connection: in clear, anyone on the path can compute the keys.
+    const insecure = insecureHttpProblem(url, allowInsecureHttp, 'the access token and the seeds of every key');
+    if (insecure) throw new KmeConfigError(`${at}.entropyApi.url`, insecure);
     entropyApi = {
-      url: str(e, 'url', `${at}.entropyApi`),
+      url,
       tokenFile: str(e, 'tokenFile', `${at}.entropyApi`),
       ...(e.caFile !== undefined ? { caFile: str(e, 'caFile', `${at}.entropyApi`) } : {}),
+      ...(allowInsecureHttp ? { allowInsecureHttp } : {}),
     };
   }
   if (seedSource === 'entropy-api' && !entropyApi) {
