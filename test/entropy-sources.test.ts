@@ -1,5 +1,6 @@
 // Sources and the health gate: raw physical data goes through the native SP 800-90B tests
 // before the pool; a stuck or repeating source is taken out of service and never served.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,10 +28,23 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function file(name: string, data: Buffer): string {
-  const p = path.join(dir, name);
-  fs.writeFileSync(p, data);
-  return p;
+const writers: ChildProcess[] = [];
+afterAll(() => {
+  for (const w of writers) w.kill();
+});
+
+/**
+ * A FIFO that plays a device giving `data` and then end of file: device:PATH takes
+ * character devices and FIFOs only (a regular file is refused, see below). A child
+ * process writes the data into it once the source opens it.
+ */
+function device(name: string, data: Buffer): string {
+  const source = path.join(dir, `${name}.data`);
+  fs.writeFileSync(source, data);
+  const fifo = path.join(dir, name);
+  execFileSync('mkfifo', [fifo]);
+  writers.push(spawn('sh', ['-c', 'exec cat "$0" > "$1"', source, fifo], { stdio: 'ignore' }));
+  return fifo;
 }
 
 /**
@@ -46,6 +60,16 @@ function goodBytes(n: number): Buffer {
   return data;
 }
 
+/** Fills a pool from a played device until the source has failed or its data ran out. */
+async function fillFromDevice(source: HealthGatedSource, capacity: number) {
+  const pool = new EntropyPool({ capacity });
+  const filler = new PoolFiller(pool, source, { retryMs: 10, chunkSize: 64 * 1024 });
+  filler.start();
+  while (source.health().state !== 'failed' && source.health().state !== 'degraded') await new Promise((r) => setTimeout(r, 10));
+  await filler.stop();
+  return { pool, filler };
+}
+
 async function fillFrom(source: HealthGatedSource | UpstreamSource, capacity: number, settleMs = 300) {
   const pool = new EntropyPool({ capacity });
   const filler = new PoolFiller(pool, source, { retryMs: 10, chunkSize: 64 * 1024 });
@@ -57,9 +81,9 @@ async function fillFrom(source: HealthGatedSource | UpstreamSource, capacity: nu
 
 describe('health gate on device:PATH', () => {
   it('takes a stuck source (all zeros) out of service; nothing reaches the pool', async () => {
-    const zeros = file('zeros.bin', Buffer.alloc(1024 * 1024));
+    const zeros = device('zeros.bin', Buffer.alloc(1024 * 1024));
     const source = createSource(parseSourceSpec(`device:${zeros}`), { createTester: () => createNativeTester(7.5), failureLimit: 16 });
-    const { pool, filler } = await fillFrom(source as HealthGatedSource, 256 * 1024);
+    const { pool, filler } = await fillFromDevice(source as HealthGatedSource, 256 * 1024);
     expect(pool.level).toBe(0);
     const health = source.health();
     expect(health.state).toBe('failed');
@@ -74,11 +98,11 @@ describe('health gate on device:PATH', () => {
   it('takes a short repeating pattern out of service (the adaptive proportion test fires)', async () => {
     const pattern = Buffer.alloc(1024 * 1024);
     for (let i = 0; i < pattern.length; i++) pattern[i] = 0x30 + (i % 10);
-    const source = createSource(parseSourceSpec(`device:${file('pattern.bin', pattern)}`), {
+    const source = createSource(parseSourceSpec(`device:${device('pattern.bin', pattern)}`), {
       createTester: () => createNativeTester(7.5),
       failureLimit: 16,
     });
-    const { pool } = await fillFrom(source as HealthGatedSource, 256 * 1024);
+    const { pool } = await fillFromDevice(source as HealthGatedSource, 256 * 1024);
     expect(pool.level).toBe(0);
     expect(source.health().state).toBe('failed');
     expect(source.health().testFailures['adaptive-proportion']).toBeGreaterThan(0);
@@ -88,11 +112,11 @@ describe('health gate on device:PATH', () => {
   it('takes a source replaying one random block out of service (repeated-block check)', async () => {
     const block = crypto.randomBytes(1024);
     const replay = Buffer.concat(Array.from({ length: 256 }, () => block));
-    const source = createSource(parseSourceSpec(`device:${file('replay.bin', replay)}`), {
+    const source = createSource(parseSourceSpec(`device:${device('replay.bin', replay)}`), {
       createTester: () => createNativeTester(7.5),
       failureLimit: 16,
     });
-    const { pool } = await fillFrom(source as HealthGatedSource, 128 * 1024);
+    const { pool } = await fillFromDevice(source as HealthGatedSource, 128 * 1024);
     // The first copy may pass (it is the only one seen so far); no second copy does.
     expect(pool.level).toBeLessThanOrEqual(1024);
     expect(source.health().state).toBe('failed');
@@ -104,8 +128,8 @@ describe('health gate on device:PATH', () => {
     // Good data with a run of 8 equal bytes (the RCT fires) in every 10th block.
     const data = goodBytes(256 * 1024);
     for (let b = 5; b < 256; b += 10) data.fill(0xa5, b * 1024 + 100, b * 1024 + 108);
-    const source = createSource(parseSourceSpec(`device:${file('sometimes.bin', data)}`), { createTester: () => createNativeTester(7.5) });
-    const { pool, filler } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
+    const source = createSource(parseSourceSpec(`device:${device('sometimes.bin', data)}`), { createTester: () => createNativeTester(7.5) });
+    const { pool, filler } = await fillFromDevice(source as HealthGatedSource, 1024 * 1024);
     const health = source.health();
     expect(health.state).toBe('failed');
     expect(health.message).toMatch(/^not random: 8 of its last 76 1024-byte blocks failed the health tests \(last: repetition-count/);
@@ -122,7 +146,7 @@ describe('health gate on device:PATH', () => {
     const counter = Buffer.alloc(64 * 1024);
     for (let i = 0; i < counter.length; i++) counter[i] = i & 0xff;
     const data = Buffer.concat([goodBytes(64 * 1024), counter]);
-    const source = createSource(parseSourceSpec(`device:${file('turns.bin', data)}`), { createTester: () => createNativeTester(7.5) });
+    const source = createSource(parseSourceSpec(`device:${device('turns.bin', data)}`), { createTester: () => createNativeTester(7.5) });
     const pool = new EntropyPool({ capacity: 1024 * 1024 });
     const filler = new PoolFiller(pool, source, { retryMs: 10, chunkSize: 64 * 1024 });
     const levels: number[] = [];
@@ -146,8 +170,8 @@ describe('health gate on device:PATH', () => {
 
   it('lets good data through unchanged once the start-up tests pass', async () => {
     const data = goodBytes(256 * 1024);
-    const source = createSource(parseSourceSpec(`device:${file('good.bin', data)}`), { createTester: () => createNativeTester(7.5) });
-    const { pool } = await fillFrom(source as HealthGatedSource, 1024 * 1024);
+    const source = createSource(parseSourceSpec(`device:${device('good.bin', data)}`), { createTester: () => createNativeTester(7.5) });
+    const { pool } = await fillFromDevice(source as HealthGatedSource, 1024 * 1024);
     const health = source.health();
     // All of the file was read; the read after its end failed (a device never ends).
     expect(health.state).toBe('degraded');
@@ -161,7 +185,7 @@ describe('health gate on device:PATH', () => {
   });
 
   it('a server on a failed source says so in /healthz and answers 503', async () => {
-    const zeros = file('zeros2.bin', Buffer.alloc(256 * 1024));
+    const zeros = device('zeros2.bin', Buffer.alloc(256 * 1024));
     const source = createSource(parseSourceSpec(`device:${zeros}`), { createTester: () => createNativeTester(7.5), failureLimit: 8 });
     const pool = new EntropyPool({ capacity: 64 * 1024 });
     const filler = new PoolFiller(pool, source, { retryMs: 10 });
@@ -194,6 +218,24 @@ describe('health gate on device:PATH', () => {
   it('reports a missing device as a read error and keeps retrying', async () => {
     const raw = new DeviceSource('device:/nonexistent', path.join(dir, 'no-such-device'));
     await expect(raw.read(1024)).rejects.toThrow(/cannot open/);
+  });
+
+  it('refuses a regular file (its bytes would be served again after a restart), at start and when the path is swapped later', async () => {
+    const regular = path.join(dir, 'not-a-device.bin');
+    fs.writeFileSync(regular, crypto.randomBytes(4096));
+    expect(() => createSource(parseSourceSpec(`device:${regular}`), { createTester: () => createNativeTester(7.5) })).toThrow(
+      `device:${regular} is a regular file, not a character device`,
+    );
+    expect(() => new DeviceSource('device:dir', dir)).toThrow(/is a directory, not a character device/);
+    // Absent at start (a device may appear later), then a regular file: the read says why.
+    const later = path.join(dir, 'appears-later');
+    const raw = new DeviceSource(`device:${later}`, later);
+    fs.writeFileSync(later, crypto.randomBytes(4096));
+    await expect(raw.read(1024)).rejects.toThrow(/is a regular file, not a character device/);
+    // A character device is what it is for.
+    const dev = new DeviceSource('device:/dev/urandom', '/dev/urandom');
+    expect((await dev.read(64)).length).toBe(64);
+    await dev.close();
   });
 });
 

@@ -2,6 +2,10 @@
 // or /dev/hwrng where the kernel exposes hardware RNGs). Reads go through a FileHandle,
 // which runs on the libuv thread pool, so a slow device never blocks the event loop.
 // The bytes are raw noise-source output: createSource wraps this in the health gate.
+// Only a character device is accepted (a FIFO too, which the tests use to play a device):
+// a regular file would give the same bytes again after every restart, and a quality role
+// reading the same path would publish what the entropy role serves.
+import { statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 import type { RawSource } from './health-gate.js';
@@ -10,13 +14,22 @@ export class DeviceSource implements RawSource {
   readonly development = false;
   private handle: Promise<FileHandle> | undefined;
 
+  /** Throws when `path` exists and is not a character device (a missing one may appear later: reads retry). */
   constructor(
     readonly name: string,
     readonly path: string,
-  ) {}
+  ) {
+    let st: Stats | undefined;
+    try {
+      st = statSync(path);
+    } catch {
+      st = undefined;
+    }
+    if (st) assertDevice(path, st);
+  }
 
   async read(n: number): Promise<Buffer> {
-    this.handle ??= open(this.path, 'r');
+    this.handle ??= openDevice(this.path);
     let handle: FileHandle;
     try {
       handle = await this.handle;
@@ -39,4 +52,25 @@ export class DeviceSource implements RawSource {
     this.handle = undefined;
     if (handle) await (await handle.catch(() => undefined))?.close();
   }
+}
+
+/** Opens `path` for reading and checks what was opened (the path may have been replaced since start). */
+async function openDevice(path: string): Promise<FileHandle> {
+  const handle = await open(path, 'r');
+  try {
+    assertDevice(path, await handle.stat());
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  return handle;
+}
+
+function assertDevice(path: string, st: Stats): void {
+  if (st.isCharacterDevice() || st.isFIFO()) return;
+  const kind = st.isFile() ? 'a regular file' : st.isDirectory() ? 'a directory' : st.isBlockDevice() ? 'a block device' : 'not a device';
+  throw new Error(
+    `device:${path} is ${kind}, not a character device: name the source's device (e.g. /dev/qrandom0); ` +
+      'a file would serve the same bytes again after every restart',
+  );
 }
