@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 
 import type { FeederConfig } from '../config/sections/feeder.js';
 import { insecureHttpWarning, isInsecureRemoteHttp } from '../config/insecure-http.js';
+import { readPrivateFile } from '../config/private-file.js';
 import { cappedCredit, healthMinEntropy, readAssessment } from '../ea/index.js';
 import type { FeedBuffer } from './buffer.js';
 import { Feeder } from './feeder.js';
@@ -16,12 +17,14 @@ import { Pkcs11FeedSink } from './sinks/pkcs11.js';
 import type { Sink } from './sinks/types.js';
 import type { FeederSourceOptions } from './source.js';
 
-async function readSecret(file: string, key: string): Promise<string> {
+/** Reads a token or PIN file (0600: refused when others may read it). */
+async function readSecret(file: string, key: string, what: 'token file' | 'PIN file'): Promise<string> {
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = (await readPrivateFile(what, file)).toString('utf8');
   } catch (err) {
-    throw new Error(`${key}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(`${key}: ${code ? `cannot read ${file}: ${code}` : (err as Error).message}`);
   }
   const value = text.trim();
   if (!value) throw new Error(`${key}: ${file} is empty`);
@@ -44,7 +47,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
   const sources: FeederSourceOptions[] = [];
   for (const [i, src] of config.sources.entries()) {
     if (src.allowInsecureHttp && isInsecureRemoteHttp(src.url)) options.logger.warn(insecureHttpWarning(`feeder.sources.${i}`, src.url));
-    const token = src.tokenFile ? await readSecret(src.tokenFile, `feeder.sources.${i}.tokenFile`) : src.token!;
+    const token = src.tokenFile ? await readSecret(src.tokenFile, `feeder.sources.${i}.tokenFile`, 'token file') : src.token!;
     const ca = src.caFile
       ? await fs.readFile(src.caFile).catch((err: NodeJS.ErrnoException) => {
           throw new Error(`feeder.sources.${i}.caFile: cannot read ${src.caFile}: ${err.code ?? err.message}`);
@@ -75,7 +78,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
     );
   }
   for (const [i, p] of config.pkcs11.entries()) {
-    const pin = p.pinFile ? await readSecret(p.pinFile, `feeder.pkcs11.${i}.pinFile`) : undefined;
+    const pin = p.pinFile ? await readSecret(p.pinFile, `feeder.pkcs11.${i}.pinFile`, 'PIN file') : undefined;
     sinks.push(
       new Pkcs11FeedSink(
         { module: p.module, tokenLabel: p.tokenLabel, ...(pin ? { pin } : {}), bytes: p.bytes, intervalMs: p.intervalMs, mixOsRandom: p.mixOsRandom },

@@ -4,6 +4,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 
+import { refuseSharedFile } from '../config/private-file.js';
 import { writePrivateFile } from '../pki/files.js';
 
 const KEY_BYTES = 32;
@@ -44,9 +45,7 @@ export class SiteKey {
     let data: Buffer;
     try {
       const st = await fs.stat(file);
-      if ((st.mode & 0o077) !== 0) {
-        throw new Error(`site key file ${file} is accessible to other users (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
-      }
+      refuseSharedFile('site key file', file, st.mode);
       data = await fs.readFile(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -92,9 +91,7 @@ export async function loadPsk(file: string): Promise<Buffer> {
   const st = await fs.stat(file).catch((err: NodeJS.ErrnoException) => {
     throw new Error(`cannot read PSK file ${file} (${err.code ?? err.message})`);
   });
-  if ((st.mode & 0o077) !== 0) {
-    throw new Error(`PSK file ${file} is accessible to other users (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
-  }
+  refuseSharedFile('PSK file', file, st.mode);
   let data = await fs.readFile(file);
   const text = data.toString('utf8').trim();
   if (/^([0-9a-fA-F]{2}){32,}$/.test(text)) data = Buffer.from(text, 'hex');

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 
 import { AccountStore } from '../accounts/index.js';
 import { insecureHttpWarning, isInsecureRemoteHttp, isLoopbackHost } from '../config/insecure-http.js';
+import { readPrivateFile } from '../config/private-file.js';
 import { healthMinEntropy, readAssessment } from '../ea/index.js';
 import { EntropyPool, PoolFiller } from '../pool/index.js';
 import { accountsFromStore } from '../server/account-store.js';
@@ -202,7 +203,7 @@ export class EntropyRole implements Role {
   private async upstreamOptions(upstream: NonNullable<EntropyRoleConfig['upstream']>) {
     if (upstream.allowInsecureHttp && isInsecureRemoteHttp(upstream.url)) this.logger.warn(insecureHttpWarning('entropy.upstream', upstream.url));
     let token = upstream.token;
-    if (upstream.tokenFile) token = (await fs.readFile(upstream.tokenFile, 'utf8')).trim();
+    if (upstream.tokenFile) token = (await readPrivateFile('entropy.upstream.tokenFile: token file', upstream.tokenFile)).toString('utf8').trim();
     if (!token) throw new Error('entropy.upstream: token or tokenFile is required');
     const ca = upstream.caFile ? await fs.readFile(upstream.caFile) : undefined;
     return {

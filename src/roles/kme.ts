@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 
 import { EntropyClient } from '../client/index.js';
 import { insecureHttpWarning, isInsecureRemoteHttp } from '../config/insecure-http.js';
+import { readPrivateFile } from '../config/private-file.js';
 import type { KmeConfig } from '../config/sections/kme.js';
 import { KmeSite } from '../kme/site.js';
 import { clientSeedSource, poolSeedSource, systemSeedSource, type SeedSource } from '../kme/seed-source.js';
@@ -57,7 +58,7 @@ export class KmeRole implements Role {
         if (api.allowInsecureHttp && isInsecureRemoteHttp(api.url)) {
           this.logger.warn(`${insecureHttpWarning('kme.entropyApi', api.url)}; whoever can read that path can compute every key unless the ratchet or a PSK is on`);
         }
-        const token = (await fs.readFile(api.tokenFile, 'utf8')).trim();
+        const token = (await readPrivateFile('kme.entropyApi.tokenFile: token file', api.tokenFile)).toString('utf8').trim();
         this.client = new EntropyClient({ url: api.url, token, ...(api.caFile ? { ca: await fs.readFile(api.caFile) } : {}) });
         return clientSeedSource(this.client);
       }

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 
 import type { QualityConfig } from '../config/index.js';
 import { insecureHttpWarning, isInsecureRemoteHttp } from '../config/insecure-http.js';
+import { readPrivateFile } from '../config/private-file.js';
 import type { EntropyPool } from '../pool/index.js';
 import { buildQualityApp } from '../quality/api.js';
 import { QualityService } from '../quality/service.js';
@@ -129,7 +130,7 @@ export class QualityRole implements Role {
       if (!api) throw new Error('quality.entropyApi: url and tokenFile are required when quality.source is "entropy-api"');
       if (api.allowInsecureHttp && isInsecureRemoteHttp(api.url)) this.logger.warn(insecureHttpWarning('quality.entropyApi', api.url));
       let token = api.token;
-      if (api.tokenFile) token = (await fs.readFile(api.tokenFile, 'utf8')).trim();
+      if (api.tokenFile) token = (await readPrivateFile('quality.entropyApi.tokenFile: token file', api.tokenFile)).toString('utf8').trim();
       if (!token) throw new Error('quality.entropyApi: token or tokenFile is required');
       const ca = api.caFile ? await fs.readFile(api.caFile) : undefined;
       return new EntropyApiSource({

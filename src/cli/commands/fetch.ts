@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import type { Command } from 'commander';
 
 import { EntropyClient, EntropyClientError, MAX_BLOCKS } from '../../client/index.js';
+import { readPrivateFile } from '../../config/private-file.js';
 import { CliError } from '../errors.js';
 
 export type OutputFormat = 'raw' | 'hex' | 'base64';
@@ -74,10 +75,11 @@ function positiveInteger(name: string, max: number) {
 async function readToken(tokenFile: string | undefined): Promise<string> {
   if (tokenFile) {
     try {
-      const token = (await fs.readFile(tokenFile, 'utf8')).trim();
+      const token = (await readPrivateFile('--token-file', tokenFile)).toString('utf8').trim();
       if (token) return token;
     } catch (err) {
-      throw new CliError(`cannot read --token-file ${tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 2);
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new CliError(code ? `cannot read --token-file ${tokenFile}: ${code}` : (err as Error).message, 2);
     }
     throw new CliError(`--token-file ${tokenFile} is empty`, 2);
   }
