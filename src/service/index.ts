@@ -9,6 +9,7 @@ import path from 'node:path';
 
 import { DEFAULT_CONFIG_FILE } from '../config/index.js';
 import { packageRoot } from '../native/addon.js';
+import { unsafeExecPaths } from './path-safety.js';
 
 export const UNITS = ['qentropy', 'qentropy-feeder'] as const;
 export type UnitName = (typeof UNITS)[number];
@@ -24,6 +25,11 @@ export interface ServiceInstallOptions {
   node?: string;
   /** The qentropy script of ExecStart= (default: the one running now, symlinks resolved). */
   script?: string;
+  /**
+   * Write the units even when a non-root user can change the Node binary, the script or a
+   * directory above them (`--allow-unsafe-path`); by default that is refused.
+   */
+  allowUnsafePath?: boolean;
 }
 
 export interface ServiceFile {
@@ -38,6 +44,8 @@ export interface ServicePlan {
   execStart: string;
   /** Paths systemd's sandbox of these units will not see (ProtectHome=, PrivateTmp=). */
   hidden: string[];
+  /** Paths a non-root user could change (only with allowUnsafePath; else planning fails). */
+  unsafe: string[];
   /** What to run afterwards, in order. */
   next: string[];
 }
@@ -64,6 +72,14 @@ export async function planServiceInstall(options: ServiceInstallOptions = {}): P
   for (const p of [node, script, config]) {
     if (!path.isAbsolute(p)) throw new Error(`service install: ${p} is not an absolute path`);
   }
+  const unsafe = unsafeExecPaths([node, script]);
+  if (unsafe.length > 0 && !options.allowUnsafePath) {
+    throw new Error(
+      `service install: ${unsafe.join('; ')}: a non-root user could change the code the service runs (the feeder with CAP_SYS_ADMIN). ` +
+        'Install Node and qentropy where only root can write (e.g. as root: npm install -g qentropy, with Node from the distribution), ' +
+        'or pass --allow-unsafe-path to install anyway',
+    );
+  }
   const execStart = [node, script, 'daemon', '--config', config].map(quote).join(' ');
 
   const files: ServiceFile[] = [];
@@ -84,6 +100,7 @@ export async function planServiceInstall(options: ServiceInstallOptions = {}): P
     files,
     execStart,
     hidden,
+    unsafe,
     next: [
       'systemd-sysusers',
       'systemd-tmpfiles --create',

@@ -1,4 +1,4 @@
-// `qentropy service install [--unit NAME ...] [--config FILE] [--root DIR] [--dry-run]`:
+// `qentropy service install [--unit NAME ...] [--config FILE] [--root DIR] [--dry-run] [--allow-unsafe-path]`:
 // writes the systemd units (ExecStart= = this Node and this installed qentropy), the
 // sysusers.d and tmpfiles.d entries, and prints what to run next. See docs/daemon.md.
 import type { Command } from 'commander';
@@ -11,6 +11,7 @@ interface InstallOptions {
   config?: string;
   root?: string;
   dryRun?: boolean;
+  allowUnsafePath?: boolean;
 }
 
 function units(values: string[] | undefined): UnitName[] | undefined {
@@ -30,15 +31,19 @@ export function registerService(program: Command): void {
     .option('--config <file>', 'config file the daemon reads (default /etc/qentropy/qentropy.json)')
     .option('--root <dir>', 'write below this directory instead of / (as systemctl --root)', '/')
     .option('--dry-run', 'print what would be written, write nothing')
+    .option('--allow-unsafe-path', 'install even if a non-root user can change the Node binary, the qentropy script or a directory above them')
     .action(async (opts: InstallOptions) => {
       let plan;
       try {
-        plan = await planServiceInstall({ units: units(opts.unit), config: opts.config });
+        plan = await planServiceInstall({ units: units(opts.unit), config: opts.config, allowUnsafePath: opts.allowUnsafePath === true });
       } catch (err) {
         if (err instanceof CliError) throw err;
         throw new CliError((err as Error).message);
       }
       const root = opts.root ?? '/';
+      for (const p of plan.unsafe) {
+        process.stderr.write(`qentropy: warning: --allow-unsafe-path: ${p}; a non-root user can change the code the service runs\n`);
+      }
       for (const p of plan.hidden) {
         process.stderr.write(`qentropy: warning: ${p} is under a directory the units hide (ProtectHome=, PrivateTmp=); install qentropy and Node system-wide\n`);
       }
