@@ -5,18 +5,8 @@ import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { ConfigError, envNameFor, environmentVariables, loadConfig, resolveConfig } from '../src/config/index.js';
-
-/** The message of the ConfigError `fn` throws (fails the test when it does not throw one). */
-function problem(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { envNameFor, environmentVariables, loadConfig, resolveConfig } from '../src/config/index.js';
+import { problem } from './helpers/config-problem.js';
 
 const validEntropy = {
   enabled: true,

@@ -11,18 +11,9 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { ConfigError, resolveConfig } from '../src/config/index.js';
+import { resolveConfig } from '../src/config/index.js';
 import { buildFeeder, FeedBuffer } from '../src/feeder/index.js';
-
-function problem(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { problem } from './helpers/config-problem.js';
 
 const kmeBase = {
   id: 'A',
