@@ -117,19 +117,22 @@ export function capConnections(server: http.Server, limits: ConnectionLimits): v
   const rejectTimeoutMs = limits.rejectTimeoutMs ?? 2_000;
   server.maxConnections = max + rejectSlots;
   const refused = new WeakSet<object>();
-  let open = 0;
+  // Connections being served; refused ones are not counted (the hard cap bounds them), so a
+  // slot is free again as soon as a served connection closes.
+  let served = 0;
   const established = server instanceof tls.Server ? 'secureConnection' : 'connection';
   server.on(established, (socket: Duplex) => {
-    open += 1;
-    socket.once('close', () => {
-      open -= 1;
-    });
-    if (open > max) {
+    if (served >= max) {
       refused.add(socket);
       const timer = setTimeout(() => socket.destroy(), rejectTimeoutMs);
       timer.unref();
       socket.once('close', () => clearTimeout(timer));
+      return;
     }
+    served += 1;
+    socket.once('close', () => {
+      served -= 1;
+    });
   });
   // Our answer goes before every request handler already registered (Fastify's router).
   const handlers = server.listeners('request') as http.RequestListener[];
