@@ -54,6 +54,13 @@ export interface ListenerTls {
   groups?: string;
 }
 
+/**
+ * The timeouts of every listener (Node's server options; the KME listener takes them too):
+ * the whole request within 30 s and its head within 10 s (then 408), an idle keep-alive
+ * connection closed after 5 s.
+ */
+export const LISTENER_TIMEOUTS = { requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 } as const;
+
 export interface ListenerLimits {
   /** Largest request head in bytes (default 8 KiB); larger gets 431. */
   maxHeaderSize?: number;
@@ -68,13 +75,7 @@ export interface ListenerLimits {
  */
 export function createListener(handler: http.RequestListener, tls: ListenerTls | undefined, limits: ListenerLimits = {}): http.Server {
   // requireHostHeader off: Node would answer a Host-less request with an empty 400 itself.
-  const common = {
-    maxHeaderSize: limits.maxHeaderSize ?? 8192,
-    requestTimeout: 30_000,
-    headersTimeout: 10_000,
-    keepAliveTimeout: 5_000,
-    requireHostHeader: false,
-  };
+  const common = { maxHeaderSize: limits.maxHeaderSize ?? 8192, ...LISTENER_TIMEOUTS, requireHostHeader: false };
   const server = tls
     ? https.createServer({ ...common, cert: tls.cert, key: tls.key, minVersion: tls.minVersion ?? 'TLSv1.3', ecdhCurve: tls.groups ?? defaultGroups() })
     : http.createServer(common);
