@@ -80,6 +80,16 @@ describe('secret files with loose modes', () => {
     expect(run.stderr.trim()).toBe(`qentropy: --token-file ${tokenFile} is accessible to other users (mode 644); chmod 600 it`);
   });
 
+  it('qentropy quality run --token-file refuses a group-readable file before opening storage or drawing bits', async () => {
+    const tokenFile = secret('quality-token', 'qe_token\n', 0o640);
+    const storage = `sqlite:${path.join(dir, 'quality-cli.db')}`;
+    const config = path.join(dir, 'empty.json');
+    fs.writeFileSync(config, '{}');
+    const run = await cli(['quality', 'run', '--storage', storage, '--url', 'https://127.0.0.1:1', '--token-file', tokenFile, '--config', config]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr.trim()).toBe(`qentropy: --token-file ${tokenFile} is accessible to other users (mode 640); chmod 600 it`);
+  });
+
   it('gives the same message shape as the site key and PSK files, which keep their checks', async () => {
     const siteKey = secret('site.key', 'a'.repeat(64), 0o640);
     await expect(SiteKey.load(siteKey)).rejects.toThrow(`site key file ${siteKey} is accessible to other users (mode 640); chmod 600 it`);

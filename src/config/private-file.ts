@@ -3,6 +3,7 @@
 //   "<what> <file> is accessible to other users (mode 644); chmod 600 it"
 // The file's owner is not checked: a root-owned 0600 file is what a root daemon reads,
 // and the service user's own 0600 file is what `qentropy daemon` reads under systemd.
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 
 /** Throws when `mode` lets group or others in. `what` names the file's role, e.g. 'PIN file'. */
@@ -24,5 +25,16 @@ export async function readPrivateFile(what: string, file: string): Promise<Buffe
     return await handle.readFile();
   } finally {
     await handle.close();
+  }
+}
+
+/** readPrivateFile for synchronous callers (command-line set-up). */
+export function readPrivateFileSync(what: string, file: string): Buffer {
+  const fd = fsSync.openSync(file, 'r');
+  try {
+    refuseSharedFile(what, file, fsSync.fstatSync(fd).mode);
+    return fsSync.readFileSync(fd);
+  } finally {
+    fsSync.closeSync(fd);
   }
 }

@@ -15,6 +15,7 @@ import { buildRunView, writeHtmlReport, type RunViewInput } from '../../quality-
 import { createNativeTester } from '../../sources/native-tester.js';
 import { createSource, parseSourceSpec } from '../../sources/index.js';
 import { openDatabase, type Db } from '../../storage/db.js';
+import { readPrivateFileSync } from '../../config/private-file.js';
 import { CliError } from '../errors.js';
 
 /** Exit code of `quality run` when the run completed but failed the published criteria. */
@@ -83,9 +84,10 @@ function bitSource(options: QualityRunOptions, config: QentropyConfig): QualityB
     let token = process.env.QENTROPY_TOKEN ?? (options.url ? undefined : q.entropyApi?.token);
     if (tokenFile) {
       try {
-        token = fs.readFileSync(tokenFile, 'utf8').trim();
+        token = readPrivateFileSync('--token-file', tokenFile).toString('utf8').trim();
       } catch (err) {
-        throw new CliError(`--token-file: cannot read ${tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new CliError(code ? `--token-file: cannot read ${tokenFile}: ${code}` : (err as Error).message);
       }
     }
     if (!token) throw new CliError('an entropy API needs a token: set QENTROPY_TOKEN or pass --token-file');
