@@ -14,12 +14,16 @@ import tls from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import pino from 'pino';
+
 import { AccountStore } from '../src/accounts/index.js';
+import { resolveConfig } from '../src/config/index.js';
 import { capConnections } from '../src/listener/index.js';
 import { EntropyPool } from '../src/pool/index.js';
 import { buildQualityApp } from '../src/quality/api.js';
 import { QualityStore } from '../src/quality/store.js';
 import { registerQualityPage } from '../src/quality-page/index.js';
+import { FEEDER_STATUS_MAX_CONNECTIONS, FeederRole } from '../src/roles/feeder.js';
 import { accountsFromStore } from '../src/server/account-store.js';
 import { buildEntropyApp } from '../src/server/app.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
@@ -271,5 +275,51 @@ describe('quality page event streams', () => {
     const second = await openStream(shortLived, '127.0.0.1');
     expect(second.statusCode).toBe(200);
     second.destroy();
+  });
+});
+
+describe('feeder status listener', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-feeder-listener-'));
+  let role: FeederRole;
+
+  beforeAll(async () => {
+    const config = resolveConfig({
+      feeder: {
+        enabled: true,
+        // Nobody listens there: the source keeps retrying, the status listener serves.
+        sources: [{ url: 'https://127.0.0.1:1', token: 'qe_unused' }],
+        kernel: { enabled: false },
+        files: [{ path: path.join(dir, 'seed.bin') }],
+        status: { file: path.join(dir, 'status.json'), listen: { host: '127.0.0.1', port: 0 } },
+      },
+    }).feeder;
+    role = new FeederRole(config, { logger: pino({ level: 'silent' }), stateDir: dir });
+    await role.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await role?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers an oversized request head and connections past its cap in its JSON error shape', async () => {
+    const port = role.address!.port;
+    const big = await connectPlain(port);
+    const tooLarge = readAnswer(big);
+    big.write(`GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const a = await tooLarge;
+    expect(a.status).toBe(431);
+    expect(JSON.parse(a.body)).toMatchObject({ message: 'request headers too large' });
+
+    const held: net.Socket[] = [];
+    for (let i = 0; i < FEEDER_STATUS_MAX_CONNECTIONS; i += 1) held.push(await connectPlain(port));
+    const extra = await connectPlain(port);
+    const refused = readAnswer(extra);
+    extra.write(REQUEST);
+    const answer = await refused;
+    expect(answer.status).toBe(503);
+    expect(answer.headers['retry-after']).toBeDefined();
+    expect(JSON.parse(answer.body)).toMatchObject({ message: expect.stringMatching(/too many connections/) });
+    for (const s of held) s.destroy();
   });
 });
