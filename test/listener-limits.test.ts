@@ -22,6 +22,7 @@ import { capConnections } from '../src/listener/index.js';
 import { EntropyPool } from '../src/pool/index.js';
 import { buildQualityApp } from '../src/quality/api.js';
 import { QualityStore } from '../src/quality/store.js';
+import { clientKey } from '../src/quality-page/event-stream.js';
 import { registerQualityPage } from '../src/quality-page/index.js';
 import { FEEDER_STATUS_MAX_CONNECTIONS, FeederRole } from '../src/roles/feeder.js';
 import { accountsFromStore } from '../src/server/account-store.js';
@@ -263,6 +264,16 @@ describe('quality page event streams', () => {
     }
     expect(again.statusCode).toBe(200);
     for (const r of [a2, b1, again]) r.destroy();
+  });
+
+  it('counts an IPv6 client by its /64 (one host usually holds all of it), an IPv4 one by its address', () => {
+    expect(clientKey('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:0db8:0001:0002:ffff:1:2:3')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(clientKey('::1')).toBe('0:0:0:0::/64');
+    expect(clientKey('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(clientKey('192.0.2.7')).toBe('192.0.2.7');
   });
 
   it('ends a stream after its lifetime, which frees its slot', async () => {

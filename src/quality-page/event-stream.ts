@@ -52,7 +52,7 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     const q = parseQuery(request.query, { after: { kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 } });
     const lastEventId = request.headers['last-event-id'];
     const after = typeof lastEventId === 'string' && /^[0-9]{1,15}$/.test(lastEventId) ? Number(lastEventId) : q.after;
-    const client = request.socket.remoteAddress ?? 'unknown';
+    const client = clientKey(request.socket.remoteAddress ?? 'unknown');
     const fromClient = perClient.get(client) ?? 0;
     if (streams.size >= maxStreams || fromClient >= maxPerClient) {
       const total = streams.size >= maxStreams;
@@ -109,4 +109,24 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
       }
     }
   });
+}
+
+/**
+ * Who a stream is counted against: an IPv4 address, or the /64 an IPv6 address is in (one
+ * host usually holds a whole /64, so counting single IPv6 addresses would not cap it).
+ */
+export function clientKey(address: string): string {
+  const bare = address.replace(/%.*$/, '').toLowerCase();
+  if (!bare.includes(':')) return bare;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
+  if (mapped) return mapped[1]!;
+  const [head = '', tail] = bare.split('::', 2);
+  const groups = (part: string): string[] => (part ? part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : []);
+  const front = groups(head);
+  const back = tail === undefined ? [] : groups(tail);
+  const all = tail === undefined ? front : [...front, ...Array<string>(Math.max(0, 8 - front.length - back.length)).fill('0'), ...back];
+  return `${all
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }
