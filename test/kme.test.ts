@@ -136,9 +136,11 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     // Site A's store is the engine under test; B and C use their own SQLite files.
     dbA = await engine.open();
     const saes = { a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
-    await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64 }), dbA);
-    await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' } }));
-    await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40 }));
+    // One SAE may use a whole link here (maxKeyCountPerSae = maxKeyCount): these tests are
+    // about the link's limits; the per-SAE share has its own tests in kme-interop.test.ts.
+    await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64, maxKeyCountPerSae: 100_000 }), dbA);
+    await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' }, maxKeyCountPerSae: 100_000 }));
+    await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40, maxKeyCountPerSae: 40 }));
   });
   afterAll(async () => {
     await cluster.teardown();
@@ -194,7 +196,6 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       source_KME_ID: 'A',
       target_KME_ID: 'B',
       master_SAE_ID: 'a1',
-      slave_SAE_ID: 'B',
       key_size: 256,
       max_key_count: 100_000,
       max_key_per_request: 64,
@@ -202,6 +203,8 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       min_key_size: 64,
       max_SAE_ID_count: 3, // b1, b2 and c1: the SAEs A knows at its peers
     });
+    // A site-addressed path names no slave SAE (ETSI's slave_SAE_ID is an SAE ID).
+    expect(before).not.toHaveProperty('slave_SAE_ID');
     const held = (s: Record<string, unknown>): number => (s.status_extension as { link_keys_held: number }).link_keys_held;
     expect(before.stored_key_count).toBe(100_000 - held(before));
     // Held at B, the keys A made for B use up what B can still deliver on the link.
@@ -257,7 +260,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
   it('a PSK mismatch is refused by the peer: 503 and nothing stored at either end', async () => {
     // B's link to C has no PSK; a C that believes in one refuses B's deliveries.
     const other = cluster.file('psk-other', Buffer.alloc(32, 7));
-    const cfg = cluster.config('C', { A: { pskFile }, B: { pskFile: other } }, { maxKeyCount: 40 });
+    const cfg = cluster.config('C', { A: { pskFile }, B: { pskFile: other } }, { maxKeyCount: 40, maxKeyCountPerSae: 40 });
     await cluster.stop('C');
     await cluster.start('C', cfg);
     const b1 = cluster.sae('B', 'b1');
