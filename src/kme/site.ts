@@ -87,7 +87,7 @@ export class KmeSite {
       await pq.load();
       const app = buildKmeServer({
         service,
-        tls: { ...tls, groups: config.tls.groups },
+        tls: { ...tls, groups: pq.listenerGroups() },
         logger: deps.httpLogger ?? false,
         maxConnections: config.maxConnections,
         requestTimeoutMs: config.requestTimeoutMs,
@@ -108,7 +108,7 @@ export class KmeSite {
     this.timer.unref();
     this.runMaintenance();
     this.pq.start();
-    this.log.info({ url: this.url, groups: this.config.tls.groups }, 'kme: listening');
+    this.log.info({ url: this.url, groups: this.pq.listenerGroups() }, 'kme: listening');
     if (this.config.siteAddressedKeys.mode === 'any-sae') {
       this.log.warn(
         { setting: 'kme.siteAddressedKeys' },
@@ -139,7 +139,7 @@ export class KmeSite {
     // setSecureContext builds the new context before it replaces the old one, so a set
     // that does not fit together throws here with every connection unaffected.
     try {
-      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3', ecdhCurve: this.config.tls.groups });
+      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3', ecdhCurve: this.pq.listenerGroups() });
     } catch (err) {
       throw new Error(`kme.tls: the new certificate, key and CA are not usable together: ${(err as Error).message}`);
     }

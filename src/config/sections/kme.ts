@@ -196,6 +196,15 @@ function groups(o: Obj, at: string, fallback: string, requirePostQuantum: boolea
   if (requirePostQuantum && !value.split(':').some((g) => isHybridGroup(g))) {
     throw new KmeConfigError(`${at}.groups`, 'offers no post-quantum hybrid group (e.g. X25519MLKEM768) but requirePostQuantum is on');
   }
+  // requirePostQuantum means hybrid (docs/post-quantum.md): a face that requires it offers
+  // only the hybrid groups of the list, so a pure ML-KEM group would silently never be used.
+  const pure = value.split(':').filter((g) => /^MLKEM\d+$/i.test(g));
+  if (requirePostQuantum && pure.length > 0) {
+    throw new KmeConfigError(
+      `${at}.groups`,
+      `${pure.join(', ')} is post-quantum but not hybrid; requirePostQuantum accepts only hybrid groups (X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024), which keep a classical layer: remove it or turn requirePostQuantum off`,
+    );
+  }
   return value;
 }
 
