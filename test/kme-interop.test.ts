@@ -367,6 +367,20 @@ describe('who may fetch a key addressed to a site (kme.siteAddressedKeys, issue 
   });
 });
 
+describe('the policy and quota settings', () => {
+  const base = { id: 'B', tls: { cert: 'c', key: 'k', ca: 'a' }, peers: { A: { url: 'https://127.0.0.1:1' } }, saes: { alice: 'A' } };
+  it('are checked when the config is read, naming the key and the problem', () => {
+    expect(parseKmeConfig(base)).toMatchObject({ siteAddressedKeys: { mode: 'any-sae' }, maxKeyCountPerSae: 25_000, saeRateLimit: { keys: 100_000, seconds: 10 } });
+    expect(parseKmeConfig({ ...base, siteAddressedKeys: { bob: ['alice', 'A'] } }).siteAddressedKeys).toEqual({ mode: 'allow', allow: { bob: ['alice', 'A'] } });
+    expect(() => parseKmeConfig({ ...base, siteAddressedKeys: 'anyone' })).toThrow(/^kme\.siteAddressedKeys: must be "any-sae", "refuse" or an object/);
+    expect(() => parseKmeConfig({ ...base, siteAddressedKeys: { alice: ['A'] } })).toThrow(/^kme\.siteAddressedKeys\.alice: is registered in kme\.saes to site 'A', not to this site/);
+    expect(() => parseKmeConfig({ ...base, siteAddressedKeys: { bob: 'alice' } })).toThrow(/^kme\.siteAddressedKeys\.bob: must be an array/);
+    expect(() => parseKmeConfig({ ...base, maxKeyCount: 10, maxKeyCountPerSae: 11 })).toThrow(/^kme\.maxKeyCountPerSae: must be an integer from 1 to 10/);
+    expect(() => parseKmeConfig({ ...base, saeRateLimit: { keys: 0 } })).toThrow(/^kme\.saeRateLimit\.keys: must be an integer/);
+    expect(() => parseKmeConfig({ ...base, maxConnections: 0 })).toThrow(/^kme\.maxConnections: must be an integer/);
+  });
+});
+
 describe('ETSI semantics the real clients rely on (issue 29)', () => {
   it('QURSA QuKayDee mode with KME IDs: an item’s master_SAE_ID may be the origin’s KME ID, as the path may', async () => {
     const made = keysOf(await raw('A', 'alice', qursa.get('A', '/api/v1/keys/B/enc_keys?number=2&size=256')));
@@ -419,9 +433,25 @@ describe('a fair share of the link per SAE, a rate limit per SAE and listener li
     const full = expectEtsiBody(await raw(a, 'alice', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=1&size=256')), 503);
     expect(full.message).toContain("SAE 'alice'");
     expect(full.details).toEqual([expect.objectContaining({ master_SAE_ID: 'alice', max_key_count_per_SAE: 20 })]);
+    // One delivery batching alice's and carol's keys: B stores carol's and refuses alice's
+    // alone, so alice's full share never fails another SAE's request. An origin that does
+    // not announce it handles that (an older version) gets the whole delivery refused.
+    const b = pair.port('B');
+    const link = pair.sites.B.pq.linkStatus('A').ratchet as { suite: string; epoch: number };
+    const wire = (owner: string) => ({
+      key_ID: crypto.randomUUID(), size: 256, seed: Buffer.alloc(32, 7).toString('base64'), origin: 'A', peer: 'B',
+      created: Date.now(), suite: link.suite, epoch: link.epoch, master_SAE_ID: owner, slave_SAE_IDs: ['bob'],
+    });
+    const deliver = async (body: unknown) => raw(b, 'kme-A', qursa.post(b, '/internal/v1/keys/deliver', JSON.stringify(body)));
+    const whole = await deliver({ keys: [wire('alice'), wire('carol')] });
+    expect(whole.status).toBe(503);
+    const [fromAlice, fromCarol] = [wire('alice'), wire('carol')];
+    const partial = await deliver({ keys: [fromAlice, fromCarol], partial: true });
+    expect(partial.status).toBe(200);
+    expect(partial.body).toMatchObject({ stored: 1, refused: [{ master_SAE_ID: 'alice', key_IDs: [fromAlice.key_ID] }] });
     // Another SAE of A is not locked out by alice; B's link limit (30) still holds for both.
-    expect(await status('carol')).toMatchObject({ stored_key_count: 10 });
-    expect(keysOf(await raw(a, 'carol', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=10&size=256')))).toHaveLength(10);
+    expect(await status('carol')).toMatchObject({ stored_key_count: 9 });
+    expect(keysOf(await raw(a, 'carol', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=9&size=256')))).toHaveLength(9);
     expect(await status('carol')).toMatchObject({ stored_key_count: 0 });
     expectEtsiBody(await raw(a, 'carol', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=1&size=256')), 503);
   });

@@ -131,7 +131,7 @@ export class LinkSender {
     // Phase 2: the peer stores them (idempotently) and confirms by answering 200.
     let reply: DeliverReply;
     try {
-      reply = await this.peer.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wire });
+      reply = await this.peer.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wire, partial: true });
     } catch (err) {
       const e = err instanceof PeerCallError ? err : new PeerCallError(String(err), true);
       this.log.warn({ peer: this.peer.peerId, keys: ids.length, reason: e.message }, 'kme: delivery to peer failed');

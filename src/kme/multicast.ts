@@ -31,7 +31,7 @@ export class MulticastSender {
     }
 
     const outcomes = await Promise.allSettled(
-      sites.map((site) => this.peers.get(site)!.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wireBySite.get(site)! })),
+      sites.map((site) => this.peers.get(site)!.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wireBySite.get(site)!, partial: true })),
     );
     const failed = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [{ site: sites[i]!, error: asPeerError(o.reason) }] : []));
     outcomes.forEach((o, i) => o.status === 'fulfilled' && this.onReply?.(sites[i]!, o.value));

@@ -607,6 +607,15 @@ export class KmeService {
 
     const { accepted, refused, rooms } = await this.checkShares(origin, rows);
     const forget = (): void => accepted.forEach((r) => this.ownerCounts.delete(`${origin}\n${r.owner}`));
+    // An origin that does not say it handles a partial answer (an older version) would
+    // answer its SAEs with the refused keys too: refuse the whole delivery instead.
+    if (refused.length > 0 && (body as { partial?: unknown }).partial !== true) {
+      forget();
+      const r = refused[0]!;
+      throw unavailable(`SAE '${r.master_SAE_ID}' has used its share of the keys waiting at site '${this.id}' (kme.maxKeyCountPerSae)`, [
+        { master_SAE_ID: r.master_SAE_ID, stored_key_count: r.stored_key_count, max_key_count_per_SAE: r.max_key_count_per_SAE },
+      ]);
+    }
     try {
       if (accepted.length > 0) await this.reserve(origin, accepted.length);
     } catch (err) {
