@@ -428,7 +428,8 @@ describe('a fair share of the link per SAE, a rate limit per SAE and listener li
     const status = async (sae: string) => (await raw(a, sae, qursa.get(a, '/api/v1/keys/bob/status'))).body as Record<string, unknown>;
     // A's own store is empty, but what alice can get is what B can still take from her.
     expect(await status('alice')).toMatchObject({ stored_key_count: 20, max_key_count: 100_000 });
-    expect(keysOf(await raw(a, 'alice', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=20&size=256')))).toHaveLength(20);
+    const alices = keysOf(await raw(a, 'alice', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=20&size=256')));
+    expect(alices).toHaveLength(20);
     expect(await status('alice')).toMatchObject({ stored_key_count: 0 });
     const full = expectEtsiBody(await raw(a, 'alice', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=1&size=256')), 503);
     expect(full.message).toContain("SAE 'alice'");
@@ -454,6 +455,11 @@ describe('a fair share of the link per SAE, a rate limit per SAE and listener li
     expect(keysOf(await raw(a, 'carol', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=9&size=256')))).toHaveLength(9);
     expect(await status('carol')).toMatchObject({ stored_key_count: 0 });
     expectEtsiBody(await raw(a, 'carol', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=1&size=256')), 503);
+    // bob fetching alice's keys gives her share (and the link) the room back.
+    const items = alices.map((k) => `{"key_ID":"${k.key_ID}"}`).join(',');
+    expect(keysOf(await raw(b, 'bob', qursa.post(b, '/api/v1/keys/alice/dec_keys', `{"key_IDs":[${items}]}`)))).toEqual(alices);
+    expect(await status('alice')).toMatchObject({ stored_key_count: 20 });
+    expect(keysOf(await raw(a, 'alice', qursa.get(a, '/api/v1/keys/bob/enc_keys?number=20&size=256')))).toHaveLength(20);
   });
 
   it('an SAE over kme.saeRateLimit gets 503 with Retry-After naming it; another SAE is not affected', async () => {

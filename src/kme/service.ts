@@ -505,7 +505,13 @@ export class KmeService {
       this.release(origin, ids.length);
       this.notices.kick(origin);
     }
-    for (const row of rows) this.ownerCounts.delete(`${row.origin}\n${row.owner}`);
+    // Keys fetched by their last slave give their master's share the room back (the cache
+    // is counted down, not dropped: a recount scans the link's rows).
+    const gone = new Set([...origins.values()].flat());
+    for (const row of rows.filter((r) => gone.has(r.key_id))) {
+      const entry = this.ownerCounts.get(`${row.origin}\n${row.owner}`);
+      if (entry) entry.n = Math.max(0, entry.n - 1);
+    }
     this.log.info({ op: 'dec_keys', sae, peer: target.site, number: rows.length }, 'kme: keys retrieved');
     return {
       keys: rows.map((row) => {
