@@ -11,7 +11,7 @@ import type { TLSSocket } from 'node:tls';
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
-import { unavailable } from './errors.js';
+import { unavailable, type EtsiError } from './errors.js';
 import type { Limits } from './requests.js';
 
 /** Deliveries carry up to 20,000 key records. */
@@ -71,10 +71,11 @@ export function methodNotAllowed(reply: FastifyReply, method: string, path: stri
 
 /**
  * Caps the connections SAEs hold open. Connections of `exempt` clients (peer KMEs, whose
- * links must not be starved by SAEs) are not counted. A connection over the cap completes
- * its handshake and gets 503 with Retry-After and `Connection: close` on its first request.
+ * links must not be starved by SAEs) are not counted. Returns the check for a request's
+ * socket: a connection over the cap completes its handshake and its first request gets
+ * 503 with Retry-After and `Connection: close`.
  */
-export function capConnections(app: FastifyInstance, cap: number, exempt: (socket: TLSSocket) => boolean): void {
+export function capConnections(app: FastifyInstance, cap: number, exempt: (socket: TLSSocket) => boolean): (socket: object, reply: FastifyReply) => EtsiError | undefined {
   const server = app.server as unknown as { maxConnections: number; on(event: 'secureConnection', f: (socket: TLSSocket) => void): void };
   // The last resort against descriptor exhaustion: the kernel-level connections beyond this are dropped unanswered.
   server.maxConnections = 2 * cap + 64;
@@ -86,9 +87,9 @@ export function capConnections(app: FastifyInstance, cap: number, exempt: (socke
     socket.once('close', () => open--);
     if (open > cap) over.add(socket);
   });
-  app.addHook('onRequest', async (request, reply) => {
-    if (!over.has(request.raw.socket)) return;
+  return (socket, reply) => {
+    if (!over.has(socket)) return undefined;
     void reply.header('connection', 'close');
-    throw unavailable(`too many open connections to this KME (kme.maxConnections is ${cap}); retry later`, [{ max_connections: cap }], 1);
-  });
+    return unavailable(`too many open connections to this KME (kme.maxConnections is ${cap}); retry later`, [{ max_connections: cap }], 1);
+  };
 }

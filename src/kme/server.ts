@@ -84,13 +84,20 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     routes.add(route.method, route.url);
     if (route.url.startsWith('/internal/')) route.bodyLimit ??= INTERNAL_BODY_LIMIT;
   });
-  // Before any body is read: the inter-KME paths are for KME certificates only.
-  app.addHook('onRequest', async (request) => {
-    if (request.url.startsWith('/internal/') && callerOf(request).role !== 'kme') throw unauthorized('the inter-KME path needs a KME certificate');
-  });
-  capConnections(app, opts.maxConnections ?? 1024, (socket) => {
+  const overCap = capConnections(app, opts.maxConnections ?? 1024, (socket) => {
     const cert = socket.authorized ? socket.getPeerX509Certificate() : undefined;
     return cert !== undefined && identityFromCertificate(cert)?.role === 'kme';
+  });
+  // Before any body is read: connections over the cap, and SAEs on the inter-KME paths
+  // (a callback hook: it runs on every request, and a promise per request costs).
+  app.addHook('onRequest', (request, reply, done) => {
+    let refusal = overCap(request.raw.socket, reply);
+    try {
+      if (!refusal && request.url.startsWith('/internal/') && callerOf(request).role !== 'kme') refusal = unauthorized('the inter-KME path needs a KME certificate');
+    } catch (err) {
+      refusal = err as EtsiError;
+    }
+    done(refusal);
   });
 
   // ETSI clients send `Content-Type: application/json` on every request, with or without a
