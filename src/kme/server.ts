@@ -109,14 +109,15 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     return parseJson(request, body as string, done);
   });
 
-  app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
+  app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
     if (err instanceof EtsiError) {
       if (err.retryAfterSeconds !== undefined) void reply.header('retry-after', String(err.retryAfterSeconds));
       return reply.code(err.status).send(err.body());
     }
     const status = err.statusCode ?? 500;
     if (status === 413) {
-      return reply.code(413).send({ message: `request body too large: at most ${etsiBodyLimit(service.limits)} bytes for an ETSI request`, details: [] });
+      const limit = request.routeOptions.bodyLimit ?? etsiBodyLimit(service.limits);
+      return reply.code(413).send({ message: `request body too large: at most ${limit} bytes here`, details: [{ body_limit: limit }] });
     }
     if (status >= 400 && status < 500) {
       // Framework-level refusals (malformed JSON, wrong content type, body too large) are

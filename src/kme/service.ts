@@ -323,7 +323,11 @@ export class KmeService {
    */
   private async checkShares(origin: string, rows: KeyRow[]): Promise<{ accepted: KeyRow[]; refused: DeliveryRefusal[]; rooms: Record<string, number> }> {
     const byOwner = new Map<string, KeyRow[]>();
-    for (const r of rows) byOwner.set(r.owner, [...(byOwner.get(r.owner) ?? []), r]);
+    for (const r of rows) {
+      const mine = byOwner.get(r.owner);
+      if (mine) mine.push(r);
+      else byOwner.set(r.owner, [r]);
+    }
     const accepted: KeyRow[] = [];
     const refused: DeliveryRefusal[] = [];
     const rooms: Record<string, number> = {};
