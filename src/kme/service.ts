@@ -220,7 +220,7 @@ export class KmeService {
   private async refreshPeerRoom(site: string, sae: string): Promise<Room | undefined> {
     const client = this.peerClients.get(site)!;
     try {
-      const reply = await client.post('/internal/v1/keys/room', { master_SAE_ID: sae }, Math.min(this.opts.peerTimeoutMs, 2000));
+      const reply = await client.post('/internal/v1/keys/room', { master_SAE_ID: sae });
       this.peerRooms.record(site, reply);
     } catch (err) {
       this.log.debug({ peer: site, reason: (err as Error).message }, 'kme: peer room unknown now; using its last answer');
