@@ -136,9 +136,11 @@ describeEachEngine('kme cluster of three sites', (engine) => {
     // Site A's store is the engine under test; B and C use their own SQLite files.
     dbA = await engine.open();
     const saes = { a2: 'A', b1: 'B', b2: 'B', c1: 'C' };
-    await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64 }), dbA);
-    await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' } }));
-    await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40 }));
+    // One SAE may use a whole link here (maxKeyCountPerSae = maxKeyCount): these tests are
+    // about the link's limits; the per-SAE share has its own tests in kme-interop.test.ts.
+    await cluster.start('A', cluster.config('A', { B: {}, C: { pskFile }, D: {} }, { saes, maxKeyPerRequest: 64, maxKeyCountPerSae: 100_000 }), dbA);
+    await cluster.start('B', cluster.config('B', { A: {}, C: {} }, { saes: { a1: 'A' }, maxKeyCountPerSae: 100_000 }));
+    await cluster.start('C', cluster.config('C', { A: { pskFile } }, { maxKeyCount: 40, maxKeyCountPerSae: 40 }));
   });
   afterAll(async () => {
     await cluster.teardown();
@@ -194,7 +196,6 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       source_KME_ID: 'A',
       target_KME_ID: 'B',
       master_SAE_ID: 'a1',
-      slave_SAE_ID: 'B',
       key_size: 256,
       max_key_count: 100_000,
       max_key_per_request: 64,
@@ -202,20 +203,32 @@ describeEachEngine('kme cluster of three sites', (engine) => {
       min_key_size: 64,
       max_SAE_ID_count: 3, // b1, b2 and c1: the SAEs A knows at its peers
     });
+    // A site-addressed path names no slave SAE (ETSI's slave_SAE_ID is an SAE ID).
+    expect(before).not.toHaveProperty('slave_SAE_ID');
     const held = (s: Record<string, unknown>): number => (s.status_extension as { link_keys_held: number }).link_keys_held;
-    expect(before.stored_key_count).toBe(100_000 - held(before));
+    // What the caller can get: the least of this site's room, the peer's room on the link and its share there.
+    const canGet = (s: Record<string, unknown>): number => {
+      const peer = (s.status_extension as { peer_room: { link: number; sae: number } }).peer_room;
+      return Math.min(100_000 - held(s), peer.link, peer.sae);
+    };
+    expect(before.stored_key_count).toBe(canGet(before));
     // Held at B, the keys A made for B use up what B can still deliver on the link.
     const b1 = cluster.sae('B', 'b1');
     const atB = await b1.status('A');
     const keys = await a1.encKeys('B', { number: 4 });
     const afterB = await b1.status('A');
     expect(held(afterB)).toBe(held(atB) + 4);
-    expect(afterB.stored_key_count).toBe((atB.stored_key_count as number) - 4);
+    expect(afterB.stored_key_count).toBe(canGet(afterB));
+    // ... and so does A's view of B's room, which A's status now reports.
+    const fromA = await a1.status('B');
+    expect((fromA.status_extension as { peer_room: { link: number } }).peer_room.link).toBe(100_000 - held(afterB));
     // An ETSI-style SAE ID as {id} names its site.
     expect(await a1.status('b1')).toMatchObject({ target_KME_ID: 'B', slave_SAE_ID: 'b1' });
     // Retrieval at the peer gives the room back.
     await cluster.sae('B', 'b2').decKeys('A', keys.map((k) => k.key_ID));
-    expect(await b1.status('A')).toMatchObject({ stored_key_count: atB.stored_key_count, status_extension: { link_keys_held: held(atB) } });
+    const after = await b1.status('A');
+    expect(held(after)).toBe(held(atB));
+    expect(after.stored_key_count).toBe(canGet(after));
   });
 
   it('a fresh link reads the full max_key_count; a full store reads 0 and enc_keys gets 503', async () => {
@@ -257,7 +270,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
   it('a PSK mismatch is refused by the peer: 503 and nothing stored at either end', async () => {
     // B's link to C has no PSK; a C that believes in one refuses B's deliveries.
     const other = cluster.file('psk-other', Buffer.alloc(32, 7));
-    const cfg = cluster.config('C', { A: { pskFile }, B: { pskFile: other } }, { maxKeyCount: 40 });
+    const cfg = cluster.config('C', { A: { pskFile }, B: { pskFile: other } }, { maxKeyCount: 40, maxKeyCountPerSae: 40 });
     await cluster.stop('C');
     await cluster.start('C', cfg);
     const b1 = cluster.sae('B', 'b1');

@@ -8,13 +8,15 @@ export const ETSI_MESSAGES = {
   mandatoryExtensionUnsupported: 'not all extension_mandatory parameters are supported',
 } as const;
 
-export type EtsiStatus = 400 | 401 | 404 | 409 | 503;
+export type EtsiStatus = 400 | 401 | 404 | 405 | 408 | 409 | 413 | 431 | 503;
 
 export class EtsiError extends Error {
   constructor(
     readonly status: EtsiStatus,
     message: string,
     readonly details: Array<Record<string, unknown>> = [],
+    /** Sent as `Retry-After` (a rate limit, a connection cap). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'EtsiError';
@@ -29,5 +31,5 @@ export const badRequest = (message: string, details: Array<Record<string, unknow
   new EtsiError(400, message, details);
 export const unauthorized = (message: string, details: Array<Record<string, unknown>> = []): EtsiError =>
   new EtsiError(401, message, details);
-export const unavailable = (message: string, details: Array<Record<string, unknown>> = []): EtsiError =>
-  new EtsiError(503, message, details);
+export const unavailable = (message: string, details: Array<Record<string, unknown>> = [], retryAfterSeconds?: number): EtsiError =>
+  new EtsiError(503, message, details, retryAfterSeconds);

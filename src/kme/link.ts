@@ -6,10 +6,11 @@
 // Each caller's promise settles only after its keys are active (committed), so enc_keys
 // never answers with a key the peer does not durably hold.
 import type { Logger } from './logger.js';
-import { unavailable } from './errors.js';
+import { unavailable, type EtsiError } from './errors.js';
 import type { GroupCommit } from './group-commit.js';
 import type { NoticeSender } from './notices.js';
 import { PeerCallError, type PeerClient } from './peer-client.js';
+import type { DeliveryRefusal } from './room.js';
 import { ANSWERING, type KeyRow, type KeyStore } from './store.js';
 
 /** One key's metadata as it crosses the link (never the key itself). */
@@ -33,6 +34,15 @@ export interface WireKey {
 
 export interface DeliverReply {
   stored: number;
+  /** Keys the peer did not store because their master SAE's share there is full (older peers: absent). */
+  refused?: DeliveryRefusal[];
+}
+
+/** The 503 for keys a peer refused because their master SAE's share is full: it names the SAE. */
+export function shareFull(peer: string, r: DeliveryRefusal): EtsiError {
+  return unavailable(`SAE '${r.master_SAE_ID}' has used its share of the keys waiting at site '${peer}' (kme.maxKeyCountPerSae there)`, [
+    { peer, master_SAE_ID: r.master_SAE_ID, stored_key_count: r.stored_key_count, max_key_count_per_SAE: r.max_key_count_per_SAE },
+  ]);
 }
 
 interface Item {
@@ -45,6 +55,8 @@ interface Item {
 export interface LinkSenderOptions {
   maxInflight?: number;
   maxBatchKeys?: number;
+  /** Sees every delivery answer (the peer's room for new keys). */
+  onReply?: (reply: DeliverReply) => void;
 }
 
 export class LinkSender {
@@ -52,6 +64,7 @@ export class LinkSender {
   private inflight = 0;
   private readonly maxInflight: number;
   private readonly maxBatchKeys: number;
+  private readonly onReply: ((reply: DeliverReply) => void) | undefined;
 
   constructor(
     private readonly peer: PeerClient,
@@ -63,6 +76,7 @@ export class LinkSender {
   ) {
     this.maxInflight = opts.maxInflight ?? 2;
     this.maxBatchKeys = opts.maxBatchKeys ?? 1024;
+    this.onReply = opts.onReply;
   }
 
   /** Resolves once the peer has stored the keys and they are active here. */
@@ -97,10 +111,11 @@ export class LinkSender {
     }
   }
 
-  private async send(batch: Item[], delivered: () => void): Promise<void> {
+  private async send(whole: Item[], delivered: () => void): Promise<void> {
+    let batch = whole;
     const rows = batch.flatMap((i) => i.rows);
     const wire = batch.flatMap((i) => i.wire);
-    const ids = rows.map((r) => r.key_id);
+    let ids = rows.map((r) => r.key_id);
     const fail = (err: Error): void => batch.forEach((i) => i.reject(err));
 
     // Phase 1: pending here. A crash after this leaves pending rows that maintenance
@@ -114,14 +129,27 @@ export class LinkSender {
     }
 
     // Phase 2: the peer stores them (idempotently) and confirms by answering 200.
+    let reply: DeliverReply;
     try {
-      await this.peer.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wire });
+      reply = await this.peer.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wire, partial: true });
     } catch (err) {
       const e = err instanceof PeerCallError ? err : new PeerCallError(String(err), true);
       this.log.warn({ peer: this.peer.peerId, keys: ids.length, reason: e.message }, 'kme: delivery to peer failed');
       await this.abandon(ids, e.maybeDelivered);
       fail(unavailable(e.status === 503 ? `peer KME '${this.peer.peerId}' cannot store keys now` : `peer KME '${this.peer.peerId}' did not confirm the keys`, [{ peer: this.peer.peerId, reason: e.message }]));
       return;
+    }
+    this.onReply?.(reply);
+    // Requests whose master SAE's share at the peer is full were refused there (the peer
+    // stored none of their keys); the rest of the batch goes on.
+    if (reply.refused && reply.refused.length > 0) {
+      const refusal = new Map(reply.refused.flatMap((r) => r.key_IDs.map((k) => [k, r] as const)));
+      const refusedItems = batch.filter((i) => i.rows.some((r) => refusal.has(r.key_id)));
+      batch = batch.filter((i) => !refusedItems.includes(i));
+      ids = batch.flatMap((i) => i.rows.map((r) => r.key_id));
+      await this.abandon(refusedItems.flatMap((i) => i.rows.map((r) => r.key_id)), false);
+      for (const item of refusedItems) item.reject(shareFull(this.peer.peerId, refusal.get(item.rows.find((r) => refusal.has(r.key_id))!.key_id)!));
+      if (batch.length === 0) return;
     }
 
     // Phase 3: the peer holds them; only now do the callers get their keys. ANSWERING until

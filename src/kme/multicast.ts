@@ -6,7 +6,7 @@
 // multicast key is at every named site or (after the cancels) at none. Not batched across
 // requests: multicast is rare, and each request names its own set of sites.
 import { unavailable } from './errors.js';
-import { abandonDelivery, type DeliveryContext, type DeliverReply, type WireKey } from './link.js';
+import { abandonDelivery, shareFull, type DeliveryContext, type DeliverReply, type WireKey } from './link.js';
 import { PeerCallError, type PeerClient } from './peer-client.js';
 import { ANSWERING, type KeyRow } from './store.js';
 
@@ -14,6 +14,8 @@ export class MulticastSender {
   constructor(
     private readonly ctx: DeliveryContext,
     private readonly peers: ReadonlyMap<string, PeerClient>,
+    /** Sees every site's delivery answer (its room for new keys). */
+    private readonly onReply?: (site: string, reply: DeliverReply) => void,
   ) {}
 
   /** Resolves once every site has stored the keys and they are answerable here. */
@@ -29,9 +31,16 @@ export class MulticastSender {
     }
 
     const outcomes = await Promise.allSettled(
-      sites.map((site) => this.peers.get(site)!.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wireBySite.get(site)! })),
+      sites.map((site) => this.peers.get(site)!.post<DeliverReply>('/internal/v1/keys/deliver', { keys: wireBySite.get(site)!, partial: true })),
     );
     const failed = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [{ site: sites[i]!, error: asPeerError(o.reason) }] : []));
+    outcomes.forEach((o, i) => o.status === 'fulfilled' && this.onReply?.(sites[i]!, o.value));
+    // A site that refused the keys because the master SAE's share there is full stored none.
+    const shares = outcomes.flatMap((o, i) => (o.status === 'fulfilled' && o.value.refused?.length ? [{ site: sites[i]!, refusal: o.value.refused[0]! }] : []));
+    if (failed.length === 0 && shares.length > 0) {
+      await abandonDelivery(this.ctx, ids, sites);
+      throw shareFull(shares[0]!.site, shares[0]!.refusal);
+    }
     if (failed.length > 0) {
       // Sites that stored the keys, and those that may have, must drop them.
       const maybeHeld = sites.filter((site, i) => outcomes[i]!.status === 'fulfilled' || failed.some((f) => f.site === site && f.error.maybeDelivered));

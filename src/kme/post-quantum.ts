@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import type { KmeConfig } from '../config/sections/kme.js';
 import { identityFromCertificate } from '../pki/identity.js';
-import { LinkGroups, tlsRegistry, watchServer, type ConnectionVerdict } from '../pqtls/index.js';
+import { hybridOnly, LinkGroups, refusals, tlsRegistry, watchServer, type ConnectionVerdict } from '../pqtls/index.js';
 import { COMMIT_PATH, LinkRatchet, NUDGE_PATH, OFFER_PATH, RatchetError, RatchetStore } from '../pqlink/index.js';
 import type { Db } from '../storage/db.js';
 import { pskFingerprint } from './derive.js';
@@ -42,7 +42,9 @@ export class SitePostQuantum {
   keyExchange(peerId: string): PeerKeyExchange {
     const peer = this.config.peers[peerId]!;
     return {
-      groups: peer.groups,
+      // A link that requires post-quantum offers only its hybrid groups, so a classical
+      // peer fails the handshake (with an alert) rather than after it.
+      groups: peer.requirePostQuantum ? hybridOnly(peer.groups) : peer.groups,
       requirePostQuantum: peer.requirePostQuantum,
       log: this.log,
       onGroup: (group) => this.groups.record(peerId, 'outbound', group),
@@ -81,8 +83,28 @@ export class SitePostQuantum {
     for (const r of this.ratchets.values()) await r.load();
   }
 
+  /**
+   * The groups the listener offers. With kme.requirePostQuantum only its hybrid groups: a
+   * client that offers none of them fails the TLS handshake with a handshake_failure alert
+   * (instead of a reset after it), peers included.
+   */
+  listenerGroups(): string {
+    return this.config.requirePostQuantum ? hybridOnly(this.config.tls.groups) : this.config.tls.groups;
+  }
+
   /** Counts, logs and (where required) refuses each connection to the listener. */
   watch(app: FastifyInstance): void {
+    if (this.config.requirePostQuantum) {
+      const accepted = this.listenerGroups();
+      app.server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+        if (err.code !== 'ERR_SSL_NO_SUITABLE_KEY_SHARE' && err.code !== 'ERR_SSL_NO_SHARED_GROUP') return;
+        refusals.inc({ face: 'kme-sae' });
+        this.log.warn(
+          { face: 'kme-sae', offered: `none of ${accepted}`, accepted, reason: err.code, remote: socket.remoteAddress },
+          'tls: handshake refused: the client offered no post-quantum hybrid group (requirePostQuantum)',
+        );
+      });
+    }
     watchServer(app.server, {
       face: 'kme-sae',
       log: this.log,

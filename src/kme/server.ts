@@ -2,7 +2,9 @@
 // required and verified against the cluster CA at the handshake (no certificate, an
 // expired one or one from another CA never gets an HTTP response). Routes:
 //   ETSI GS QKD 014 (SAE certificates):  /api/v1/keys/{id}/status|enc_keys|dec_keys
-//   inter-KME (KME certificates only):  /internal/v1/keys/deliver|cancel|retrieved|orphaned
+//   inter-KME (KME certificates only):  /internal/v1/keys/deliver|cancel|retrieved|orphaned|room
+// Every answer, the framework's and the HTTP parser's refusals included, has ETSI's error
+// body {message, details} (listener-limits.ts).
 import type { TLSSocket } from 'node:tls';
 
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -10,6 +12,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { defaultGroups } from '../pqtls/index.js';
 import { identityFromCertificate, type CertIdentity } from '../pki/identity.js';
 import { badRequest, EtsiError, unauthorized } from './errors.js';
+import { capConnections, etsiClientErrorHandler, etsiBodyLimit, INTERNAL_BODY_LIMIT, methodNotAllowed, RouteTable } from './listener-limits.js';
 import { parseDecKeysBody, parseDecKeysQuery, parseEncKeysBody, parseEncKeysQuery } from './requests.js';
 import type { IssuedKeys, KmeService } from './service.js';
 
@@ -26,6 +29,10 @@ export interface KmeServerOptions {
   tls: KmeServerTls;
   /** A pino logger for request logs (never bodies); default: none. */
   logger?: object | false;
+  /** Open SAE connections beyond which new ones get 503 (kme.maxConnections; default 1024). */
+  maxConnections?: number;
+  /** Time to receive one request, headers and body (kme.requestTimeoutMs; default 10 s). */
+  requestTimeoutMs?: number;
 }
 
 const identities = new WeakMap<TLSSocket, CertIdentity | null>();
@@ -47,6 +54,7 @@ type Params = { id: string };
 
 export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
   const { service } = opts;
+  const requestTimeout = opts.requestTimeoutMs ?? 10_000;
   const app = Fastify({
     https: {
       cert: opts.tls.cert,
@@ -56,12 +64,41 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
       rejectUnauthorized: true,
       minVersion: 'TLSv1.3',
       ecdhCurve: opts.tls.groups ?? defaultGroups(),
+      // A client that never finishes its handshake, its headers or its body is cut off:
+      // checked every second rather than Node's default 30 s.
+      handshakeTimeout: requestTimeout,
+      headersTimeout: Math.min(requestTimeout, 5_000),
+      connectionsCheckingInterval: Math.min(1_000, requestTimeout),
     },
     logger: opts.logger ?? false,
-    // Deliveries carry up to 20,000 key records; ETSI requests are tiny.
-    bodyLimit: 16 * 1024 * 1024,
+    // ETSI requests are a few KiB (etsiBodyLimit); inter-KME deliveries, up to 20,000 key
+    // records, get INTERNAL_BODY_LIMIT, and only a KME certificate gets that far.
+    bodyLimit: etsiBodyLimit(service.limits),
+    requestTimeout,
+    clientErrorHandler: etsiClientErrorHandler,
     return503OnClosing: true,
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
+
+  const routes = new RouteTable();
+  app.addHook('onRoute', (route) => {
+    routes.add(route.method, route.url);
+    if (route.url.startsWith('/internal/')) route.bodyLimit ??= INTERNAL_BODY_LIMIT;
+  });
+  const overCap = capConnections(app, opts.maxConnections ?? 1024, (socket) => {
+    const cert = socket.authorized ? socket.getPeerX509Certificate() : undefined;
+    return cert !== undefined && identityFromCertificate(cert)?.role === 'kme';
+  });
+  // Before any body is read: connections over the cap, and SAEs on the inter-KME paths
+  // (a callback hook: it runs on every request, and a promise per request costs).
+  app.addHook('onRequest', (request, reply, done) => {
+    let refusal = overCap(request.raw.socket, reply);
+    try {
+      if (!refusal && request.url.startsWith('/internal/') && callerOf(request).role !== 'kme') refusal = unauthorized('the inter-KME path needs a KME certificate');
+    } catch (err) {
+      refusal = err as EtsiError;
+    }
+    done(refusal);
+  });
 
   // ETSI clients send `Content-Type: application/json` on every request, with or without a
   // body (the QURSA C wrapper on its GETs; a POST enc_keys with no options may have an empty
@@ -72,9 +109,16 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     return parseJson(request, body as string, done);
   });
 
-  app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
-    if (err instanceof EtsiError) return reply.code(err.status).send(err.body());
+  app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
+    if (err instanceof EtsiError) {
+      if (err.retryAfterSeconds !== undefined) void reply.header('retry-after', String(err.retryAfterSeconds));
+      return reply.code(err.status).send(err.body());
+    }
     const status = err.statusCode ?? 500;
+    if (status === 413) {
+      const limit = request.routeOptions.bodyLimit ?? etsiBodyLimit(service.limits);
+      return reply.code(413).send({ message: `request body too large: at most ${limit} bytes here`, details: [{ body_limit: limit }] });
+    }
     if (status >= 400 && status < 500) {
       // Framework-level refusals (malformed JSON, wrong content type, body too large) are
       // "bad request format" in ETSI's terms; the framework's internal codes stay inside.
@@ -84,12 +128,24 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     return reply.code(status >= 500 && status < 600 ? status : 500).send({ message: 'internal error', details: [] });
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send({ message: `no such endpoint: ${request.method} ${request.url.split('?')[0]}`, details: [] });
+    const path = request.url.split('?')[0]!;
+    const allowed = routes.methodsFor(path);
+    if (allowed.length > 0) return methodNotAllowed(reply, request.method, path, allowed);
+    return reply.code(404).send({ message: `no such endpoint: ${request.method} ${path}`, details: [] });
   });
+
+  /** GET takes its parameters in the query; a body would be silently ignored, so it is refused. */
+  const noBody = (request: FastifyRequest): void => {
+    const headers = request.raw.headers;
+    if (Number(headers['content-length'] ?? 0) > 0 || headers['transfer-encoding'] !== undefined) {
+      throw badRequest(`GET takes its parameters in the query string, not in a body; send a body with POST`, [{ method: 'GET', problem: 'request body' }]);
+    }
+  };
 
   const send = (reply: FastifyReply, body: unknown): FastifyReply => reply.code(200).header('cache-control', 'no-store').send(body);
 
   app.get<{ Params: Params }>('/api/v1/keys/:id/status', async (request, reply) => {
+    noBody(request);
     return send(reply, await service.status(callerOf(request), request.params.id));
   });
 
@@ -104,6 +160,7 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
 
   app.get<{ Params: Params }>('/api/v1/keys/:id/enc_keys', async (request, reply) => {
     const caller = callerOf(request);
+    noBody(request);
     const req = parseEncKeysQuery(request.query as Record<string, unknown>, service.limits);
     return sendIssued(reply, await service.encKeys(caller, request.params.id, req));
   });
@@ -118,6 +175,7 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
 
   app.get<{ Params: Params }>('/api/v1/keys/:id/dec_keys', async (request, reply) => {
     const caller = callerOf(request);
+    noBody(request);
     const items = parseDecKeysQuery(request.query as Record<string, unknown>, service.limits);
     return send(reply, await service.decKeys(caller, request.params.id, items));
   });
@@ -132,6 +190,7 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
   app.post('/internal/v1/keys/cancel', async (request, reply) => send(reply, await service.cancel(callerOf(request), request.body)));
   app.post('/internal/v1/keys/retrieved', async (request, reply) => send(reply, await service.retrieved(callerOf(request), request.body)));
   app.post('/internal/v1/keys/orphaned', async (request, reply) => send(reply, await service.orphaned(callerOf(request), request.body)));
+  app.post('/internal/v1/keys/room', async (request, reply) => send(reply, await service.room(callerOf(request), request.body)));
 
   return app;
 }

@@ -2,6 +2,7 @@
 // dec_keys) and the inter-KME operations for peers (deliver, cancel, retrieved, orphaned),
 // with the authorisation rules of docs/kme.md. The HTTP layer only identifies the caller
 // from its certificate and turns EtsiErrors into responses.
+import type { SiteAddressedPolicy } from '../config/sections/kme.js';
 import type { CertIdentity } from '../pki/identity.js';
 import { isValidId } from '../pki/identity.js';
 import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './derive.js';
@@ -12,6 +13,8 @@ import { asEtsiError, StaticLinkKeys, type LinkKeyContext, type LinkKeys } from 
 import { silentLogger, type Logger } from './logger.js';
 import { mintKeys, seedBytes, type KeyItem } from './mint.js';
 import { MulticastSender } from './multicast.js';
+import { KeyRateLimit } from './rate-limit.js';
+import { PeerRooms, type DeliveryRefusal, type Room, type RoomReport } from './room.js';
 import { NoticeSender } from './notices.js';
 import { PeerClient, type PeerKeyExchange, type PeerTls } from './peer-client.js';
 import { isKeyId, type EncKeysRequest, type KeyIdItem, type Limits } from './requests.js';
@@ -26,6 +29,12 @@ export interface KmeServiceOptions extends Limits {
   linkKeys?: (peerId: string, peer: PeerClient) => LinkKeys | undefined;
   saes: Record<string, string>;
   maxKeyCount: number;
+  /** Keys one master SAE may have waiting at this site per link (default: maxKeyCount). */
+  maxKeyCountPerSae?: number;
+  /** Keys one SAE certificate may ask for per window (default: unlimited). */
+  saeRateLimit?: { keys: number; seconds: number };
+  /** Who may fetch keys addressed to this site rather than to an SAE (default: any SAE of it). */
+  siteAddressedKeys?: SiteAddressedPolicy;
   keyTtlSeconds: number;
   /** How long a peer keeps keys whose enc_keys answer a crash may have lost (see maintain). */
   orphanKeyTtlSeconds: number;
@@ -56,7 +65,8 @@ export interface StatusReply {
   source_KME_ID: string;
   target_KME_ID: string;
   master_SAE_ID: string;
-  slave_SAE_ID: string;
+  /** Left out for a site-addressed path: no SAE is the slave yet (status_extension.slave says so). */
+  slave_SAE_ID?: string;
   key_size: number;
   stored_key_count: number;
   max_key_count: number;
@@ -93,6 +103,13 @@ export class KmeService {
   private readonly multicast: MulticastSender;
   readonly linkKeys = new Map<string, LinkKeys>();
   private readonly counts = new Map<string, { n: number; at: number }>();
+  /** Keys held here per (origin site, master SAE), cached like `counts`: the per-SAE share. */
+  private readonly ownerCounts = new Map<string, { n: number; at: number }>();
+  /** What each peer last said about its room for new keys (the origin's view of the peer's limits). */
+  private readonly peerRooms = new PeerRooms();
+  private readonly rateLimit: KeyRateLimit | undefined;
+  private readonly siteAddressed: SiteAddressedPolicy;
+  private readonly maxKeyCountPerSae: number;
   /** Keys whose enc_keys answer this process is writing: maintenance leaves them alone. */
   private readonly answering = new Set<string>();
   /** Settlements under way (close waits for them, so their deletes land before the store closes). */
@@ -102,15 +119,21 @@ export class KmeService {
     this.id = opts.id;
     this.store = opts.store;
     this.log = opts.logger ?? silentLogger;
+    this.siteAddressed = opts.siteAddressedKeys ?? { mode: 'any-sae' };
+    this.maxKeyCountPerSae = opts.maxKeyCountPerSae ?? opts.maxKeyCount;
+    this.rateLimit = opts.saeRateLimit ? new KeyRateLimit(opts.saeRateLimit.keys, opts.saeRateLimit.seconds) : undefined;
     this.writes = new GroupCommit(this.store.db);
     this.notices = new NoticeSender(this.store, this.peerClients, opts.keyTtlSeconds * 1000, this.log);
     for (const [peerId, peer] of Object.entries(opts.peers)) {
       const client = new PeerClient(peerId, peer.url, opts.tls, opts.peerTimeoutMs, peer.keyExchange);
       this.peerClients.set(peerId, client);
-      this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log));
+      const onReply = (reply: unknown): void => this.peerRooms.record(peerId, reply);
+      this.senders.set(peerId, new LinkSender(client, this.store, this.writes, this.notices, this.log, { onReply }));
       this.linkKeys.set(peerId, opts.linkKeys?.(peerId, client) ?? new StaticLinkKeys(peer.psk));
     }
-    this.multicast = new MulticastSender({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, this.peerClients);
+    this.multicast = new MulticastSender({ writes: this.writes, store: this.store, notices: this.notices, log: this.log }, this.peerClients, (site, reply) =>
+      this.peerRooms.record(site, reply),
+    );
   }
 
   get limits(): Limits {
@@ -154,22 +177,55 @@ export class KmeService {
   async status(caller: CertIdentity, id: string): Promise<StatusReply> {
     const sae = this.localSae(caller);
     const target = this.resolveTarget(id);
-    const held = await this.store.countLink(this.id, target.site);
+    const [held, peer] = await Promise.all([this.store.countLink(this.id, target.site), this.refreshPeerRoom(target.site, sae)]);
     this.counts.set(target.site, { n: held, at: Date.now() });
+    const here = Math.max(0, this.opts.maxKeyCount - held);
+    const slave = target.sae !== undefined ? { slave_SAE_ID: target.sae } : {};
     return {
       source_KME_ID: this.id,
       target_KME_ID: target.site,
       master_SAE_ID: sae,
-      slave_SAE_ID: target.sae ?? id,
+      ...slave,
       key_size: this.opts.keySize,
-      stored_key_count: Math.max(0, this.opts.maxKeyCount - held),
+      // What this caller can get now: this site's room on the link, and the peer's room for
+      // the link and for this SAE's share there (as the peer last said; see peer_room).
+      stored_key_count: Math.min(here, peer?.link ?? here, peer?.sae ?? here),
       max_key_count: this.opts.maxKeyCount,
       max_key_per_request: this.opts.maxKeyPerRequest,
       max_key_size: this.opts.maxKeySize,
       min_key_size: this.opts.minKeySize,
       max_SAE_ID_count: this.multicastLimit(target),
-      status_extension: { ...this.opts.linkStatus?.(target.site), link_keys_held: held },
+      status_extension: {
+        ...this.opts.linkStatus?.(target.site),
+        link_keys_held: held,
+        peer_room: peer ? { link: peer.link, sae: peer.sae, as_of: new Date(peer.at).toISOString() } : null,
+        ...(target.sae === undefined ? { slave: this.siteAddressedNote(target.site) } : {}),
+      },
     };
+  }
+
+  /** Why status has no slave_SAE_ID for a site-addressed path (ETSI defines it as an SAE ID). */
+  private siteAddressedNote(site: string): Record<string, unknown> {
+    return {
+      site_addressed: true,
+      site,
+      note: `no slave SAE is named: which SAEs of site '${site}' may fetch the keys is its kme.siteAddressedKeys policy`,
+    };
+  }
+
+  /**
+   * Asks the peer how many keys it can still take on the link and from this SAE; keeps the
+   * last answer (also refreshed by every delivery) when the peer cannot say now.
+   */
+  private async refreshPeerRoom(site: string, sae: string): Promise<Room | undefined> {
+    const client = this.peerClients.get(site)!;
+    try {
+      const reply = await client.post('/internal/v1/keys/room', { master_SAE_ID: sae });
+      this.peerRooms.record(site, reply);
+    } catch (err) {
+      this.log.debug({ peer: site, reason: (err as Error).message }, 'kme: peer room unknown now; using its last answer');
+    }
+    return this.peerRooms.get(site, sae);
   }
 
   /**
@@ -190,6 +246,11 @@ export class KmeService {
     const bySite = new Map<string, string[]>([[target.site, target.sae ? [target.sae] : []]]);
     const refused: Array<Record<string, unknown>> = [];
     for (const extra of additional) {
+      if (extra === target.sae) {
+        // Counted twice it would let a list one longer than max_SAE_ID_count through.
+        refused.push({ additional_slave_SAE_ID: extra, problem: 'the slave SAE of the path; list only further SAEs' });
+        continue;
+      }
       const site = this.opts.saes[extra];
       if (site === undefined || !this.peerClients.has(site)) {
         refused.push({
@@ -221,6 +282,68 @@ export class KmeService {
     entry.n += n;
   }
 
+  private takeRate(sae: string, n: number): void {
+    const taken = this.rateLimit?.take(sae, n);
+    if (!taken || taken.ok) return;
+    const { keys, seconds } = this.rateLimit!;
+    throw unavailable(`SAE '${sae}' has asked for keys faster than its rate limit (kme.saeRateLimit: ${keys} keys per ${seconds} s)`, [
+      { SAE_ID: sae, rate_limit_keys: keys, rate_limit_seconds: seconds, retry_after_seconds: taken.retryAfterSeconds },
+    ], taken.retryAfterSeconds);
+  }
+
+  /** The keys from `origin` made by `owner` held here (cached for a second, as `counts`). */
+  private async ownerCount(origin: string, owner: string): Promise<{ n: number; at: number }> {
+    const key = `${origin}\n${owner}`;
+    const now = Date.now();
+    let entry = this.ownerCounts.get(key);
+    if (!entry || now - entry.at > COUNT_CACHE_MS) {
+      entry = { n: await this.store.countOwner(origin, this.id, owner), at: now };
+      this.ownerCounts.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** This site's room for new keys from `origin`: on the link, and in `owner`'s share of it. */
+  async room(caller: CertIdentity, body: unknown): Promise<{ room: RoomReport; max_key_count: number; max_key_count_per_SAE: number }> {
+    const origin = this.callerKme(caller);
+    const owner = (body as { master_SAE_ID?: unknown } | null)?.master_SAE_ID;
+    if (typeof owner !== 'string' || !isValidId(owner)) throw badRequest('master_SAE_ID must be an SAE ID');
+    const [held, mine] = await Promise.all([this.store.countLink(this.id, origin), this.ownerCount(origin, owner)]);
+    return {
+      room: { link: Math.max(0, this.opts.maxKeyCount - held), saes: { [owner]: Math.max(0, this.maxKeyCountPerSae - mine.n) } },
+      max_key_count: this.opts.maxKeyCount,
+      max_key_count_per_SAE: this.maxKeyCountPerSae,
+    };
+  }
+
+  /**
+   * The per-SAE share at this (the receiving) site: the keys of each master SAE whose share
+   * has room are reserved; the others are refused, so one SAE that filled its share does
+   * not fail the other SAEs' keys batched into the same delivery.
+   */
+  private async checkShares(origin: string, rows: KeyRow[]): Promise<{ accepted: KeyRow[]; refused: DeliveryRefusal[]; rooms: Record<string, number> }> {
+    const byOwner = new Map<string, KeyRow[]>();
+    for (const r of rows) {
+      const mine = byOwner.get(r.owner);
+      if (mine) mine.push(r);
+      else byOwner.set(r.owner, [r]);
+    }
+    const accepted: KeyRow[] = [];
+    const refused: DeliveryRefusal[] = [];
+    const rooms: Record<string, number> = {};
+    for (const [owner, mine] of byOwner) {
+      const entry = await this.ownerCount(origin, owner);
+      if (entry.n + mine.length > this.maxKeyCountPerSae) {
+        refused.push({ master_SAE_ID: owner, key_IDs: mine.map((r) => r.key_id), stored_key_count: entry.n, max_key_count_per_SAE: this.maxKeyCountPerSae });
+      } else {
+        entry.n += mine.length;
+        accepted.push(...mine);
+      }
+      rooms[owner] = Math.max(0, this.maxKeyCountPerSae - entry.n);
+    }
+    return { accepted, refused, rooms };
+  }
+
   private release(link: string, n: number): void {
     const entry = this.counts.get(link);
     if (entry) entry.n = Math.max(0, entry.n - n);
@@ -232,6 +355,13 @@ export class KmeService {
     const owner = this.localSae(caller);
     const target = this.resolveTarget(id);
     const slaves = this.slavesBySite(target, req.additionalSlaveSaeIds);
+    const unnamed = [...slaves].filter(([, saes]) => saes.length === 0).map(([site]) => site);
+    if (unnamed.length > 0 && this.siteAddressed.mode === 'refuse') {
+      throw badRequest(`keys addressed to a site are refused here (kme.siteAddressedKeys is "refuse"): name the slave SAE in the path, /api/v1/keys/<SAE_ID>/enc_keys`, [
+        { setting: 'kme.siteAddressedKeys', sites: unnamed },
+      ]);
+    }
+    this.takeRate(owner, req.number);
 
     await this.reserve(target.site, req.number);
     let seeds: Buffer;
@@ -343,9 +473,10 @@ export class KmeService {
       const byId = new Map(found.filter((r) => r.peer === this.id && r.state === ACTIVE && r.expires > now).map((r) => [r.key_id, r]));
       // A key made by another master than the path (or the item's master_SAE_ID) names is
       // "not found", word for word as an unknown one: the answer must not reveal that it exists.
+      // So is a site-addressed key this SAE may not fetch (kme.siteAddressedKeys).
       const notFound = items.filter((item) => {
         const row = byId.get(item.keyId);
-        return !row || !this.madeBy(row, target, item.master);
+        return !row || !this.madeBy(row, target, item.master) || !this.mayFetchSiteAddressed(row, sae);
       });
       if (notFound.length > 0) throw badRequest(ETSI_MESSAGES.keysNotFound, notFound.map((i) => ({ key_ID: i.keyId })));
       // §5.4: a caller that is not a slave SAE of the key is refused with 401.
@@ -378,6 +509,13 @@ export class KmeService {
       this.release(origin, ids.length);
       this.notices.kick(origin);
     }
+    // Keys fetched by their last slave give their master's share the room back (the cache
+    // is counted down, not dropped: a recount scans the link's rows).
+    const gone = new Set([...origins.values()].flat());
+    for (const row of rows.filter((r) => gone.has(r.key_id))) {
+      const entry = this.ownerCounts.get(`${row.origin}\n${row.owner}`);
+      if (entry) entry.n = Math.max(0, entry.n - 1);
+    }
     this.log.info({ op: 'dec_keys', sae, peer: target.site, number: rows.length }, 'kme: keys retrieved');
     return {
       keys: rows.map((row) => {
@@ -393,7 +531,18 @@ export class KmeService {
   private madeBy(row: KeyRow, target: Target, master: string | undefined): boolean {
     if (row.origin !== target.site) return false;
     if (target.sae !== undefined && target.sae !== row.owner) return false;
-    return master === undefined || master === row.owner;
+    // An item's master_SAE_ID may be the origin's KME ID wherever the path may be (QuKayDee clients).
+    return master === undefined || master === row.owner || master === row.origin;
+  }
+
+  /** kme.siteAddressedKeys at this (the receiving) site; keys that name their slave SAEs are not affected. */
+  private mayFetchSiteAddressed(row: KeyRow, sae: string): boolean {
+    if (row.waiting !== ANY_SAE) return true;
+    const policy = this.siteAddressed;
+    if (policy.mode === 'any-sae') return true;
+    if (policy.mode === 'refuse') return false;
+    const origins = policy.allow[sae] ?? [];
+    return origins.includes(row.owner) || origins.includes(row.origin);
   }
 
   // ---- inter-KME --------------------------------------------------------------------
@@ -413,7 +562,7 @@ export class KmeService {
   }
 
   /** Peer side of phase 2: store the delivered keys (idempotent), then confirm. */
-  async deliver(caller: CertIdentity, body: unknown): Promise<{ stored: number }> {
+  async deliver(caller: CertIdentity, body: unknown): Promise<{ stored: number; refused: DeliveryRefusal[]; room: RoomReport }> {
     const origin = this.callerKme(caller);
     const list = (body as { keys?: unknown } | null)?.keys;
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_DELIVERY_KEYS) {
@@ -423,6 +572,11 @@ export class KmeService {
     const expires = now + this.opts.keyTtlSeconds * 1000;
     const wire = list.map((item) => this.checkWireKey(item, origin));
     if (new Set(wire.map((w) => w.key_ID)).size !== wire.length) throw badRequest('duplicate key_ID in the delivery');
+    if (this.siteAddressed.mode === 'refuse' && wire.some((w) => w.slave_SAE_IDs.length === 0)) {
+      throw badRequest(`site '${this.id}' refuses keys addressed to the site rather than to an SAE (kme.siteAddressedKeys is "refuse")`, [
+        { setting: 'kme.siteAddressedKeys', site: this.id },
+      ]);
+    }
     // One batch may straddle a ratchet epoch: resolve each (suite, epoch) once. A wrapped
     // key (a further site of a multicast key) derives its pad with this link's own suite
     // and epoch, so a mismatch refuses it like any other delivery of the link.
@@ -461,12 +615,28 @@ export class KmeService {
       };
     });
 
-    await this.reserve(origin, rows.length);
+    const { accepted, refused, rooms } = await this.checkShares(origin, rows);
+    const forget = (): void => accepted.forEach((r) => this.ownerCounts.delete(`${origin}\n${r.owner}`));
+    // An origin that does not say it handles a partial answer (an older version) would
+    // answer its SAEs with the refused keys too: refuse the whole delivery instead.
+    if (refused.length > 0 && (body as { partial?: unknown }).partial !== true) {
+      forget();
+      const r = refused[0]!;
+      throw unavailable(`SAE '${r.master_SAE_ID}' has used its share of the keys waiting at site '${this.id}' (kme.maxKeyCountPerSae)`, [
+        { master_SAE_ID: r.master_SAE_ID, stored_key_count: r.stored_key_count, max_key_count_per_SAE: r.max_key_count_per_SAE },
+      ]);
+    }
+    try {
+      if (accepted.length > 0) await this.reserve(origin, accepted.length);
+    } catch (err) {
+      forget();
+      throw err;
+    }
     try {
       await this.writes.run(async (tx) => {
-        const cancelled = new Set(await this.store.tombstoned(tx, rows.map((r) => r.key_id)));
+        const cancelled = new Set(await this.store.tombstoned(tx, accepted.map((r) => r.key_id)));
         // A delivery that arrives after the origin cancelled it is dropped: the origin told its SAE 503.
-        const fresh = rows.filter((r) => !cancelled.has(r.key_id));
+        const fresh = accepted.filter((r) => !cancelled.has(r.key_id));
         const inserted = await this.store.insertKeys(tx, fresh);
         if (inserted < fresh.length) {
           const existing = await this.store.digests(tx, fresh.map((r) => r.key_id));
@@ -477,10 +647,13 @@ export class KmeService {
         }
       });
     } catch (err) {
-      this.release(origin, rows.length);
+      this.release(origin, accepted.length);
+      forget();
       throw err;
     }
-    return { stored: rows.length };
+    if (refused.length > 0) this.log.warn({ op: 'deliver', peer: origin, refused: refused.map((r) => ({ sae: r.master_SAE_ID, keys: r.key_IDs.length })) }, 'kme: keys refused: the master SAE\'s share of the link is full');
+    const linkHeld = this.counts.get(origin)?.n ?? 0;
+    return { stored: accepted.length, refused, room: { link: Math.max(0, this.opts.maxKeyCount - linkHeld), saes: rooms } };
   }
 
   private checkWireKey(item: unknown, origin: string): WireKey {
@@ -518,6 +691,7 @@ export class KmeService {
       return this.store.deleteKeys(tx, ids, ' AND origin = $1 AND peer = $2', [origin, this.id]);
     });
     this.release(origin, n);
+    if (n > 0) this.ownerCounts.clear();
     if (n > 0) this.log.info({ op: 'cancel', peer: origin, keys: n }, 'kme: cancelled deliveries removed');
     return { cancelled: n };
   }
@@ -557,6 +731,7 @@ export class KmeService {
     const expired = await this.store.sweepExpired(now);
     if (expired > 0) {
       this.counts.clear();
+      this.ownerCounts.clear();
       this.log.info({ op: 'expire', keys: expired }, 'kme: expired keys removed');
     }
     const stale = (await this.store.unsettled(this.id, now - 2 * this.opts.peerTimeoutMs - 5000)).filter((r) => !this.answering.has(r.key_id));

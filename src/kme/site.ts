@@ -71,6 +71,9 @@ export class KmeSite {
         maxKeySize: config.maxKeySize,
         maxKeyPerRequest: config.maxKeyPerRequest,
         maxKeyCount: config.maxKeyCount,
+        maxKeyCountPerSae: config.maxKeyCountPerSae,
+        saeRateLimit: config.saeRateLimit,
+        siteAddressedKeys: config.siteAddressedKeys,
         maxSaeIdCount: config.maxSaeIdCount,
         keyTtlSeconds: config.keyTtlSeconds,
         orphanKeyTtlSeconds: config.orphanKeyTtlSeconds,
@@ -82,7 +85,13 @@ export class KmeSite {
         logger: log,
       });
       await pq.load();
-      const app = buildKmeServer({ service, tls: { ...tls, groups: config.tls.groups }, logger: deps.httpLogger ?? false });
+      const app = buildKmeServer({
+        service,
+        tls: { ...tls, groups: pq.listenerGroups() },
+        logger: deps.httpLogger ?? false,
+        maxConnections: config.maxConnections,
+        requestTimeoutMs: config.requestTimeoutMs,
+      });
       pq.watch(app);
       pq.routes(app);
       return new KmeSite(config, service, app, db, ownsDb, log, pq);
@@ -99,7 +108,13 @@ export class KmeSite {
     this.timer.unref();
     this.runMaintenance();
     this.pq.start();
-    this.log.info({ url: this.url, groups: this.config.tls.groups }, 'kme: listening');
+    this.log.info({ url: this.url, groups: this.pq.listenerGroups() }, 'kme: listening');
+    if (this.config.siteAddressedKeys.mode === 'any-sae') {
+      this.log.warn(
+        { setting: 'kme.siteAddressedKeys' },
+        `kme: keys addressed to site '${this.config.id}' (not to an SAE) can be fetched by any SAE of the site that knows the key ID; set kme.siteAddressedKeys to say which may`,
+      );
+    }
     return this.url;
   }
 
@@ -124,7 +139,7 @@ export class KmeSite {
     // setSecureContext builds the new context before it replaces the old one, so a set
     // that does not fit together throws here with every connection unaffected.
     try {
-      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3', ecdhCurve: this.config.tls.groups });
+      (this.app.server as unknown as TlsServer).setSecureContext({ cert: tls.cert, key: tls.key, ca: tls.ca, minVersion: 'TLSv1.3', ecdhCurve: this.pq.listenerGroups() });
     } catch (err) {
       throw new Error(`kme.tls: the new certificate, key and CA are not usable together: ${(err as Error).message}`);
     }

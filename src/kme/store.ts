@@ -179,6 +179,16 @@ export class KeyStore {
     return Number(row?.n ?? 0);
   }
 
+  /** Keys held here that `owner` (a master SAE of site `origin`) made and that still wait for their slaves. */
+  async countOwner(origin: string, peer: string, owner: string): Promise<number> {
+    const [row] = await this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM kme_keys WHERE origin = $1 AND peer = $2 AND owner = $3', [
+      origin,
+      peer,
+      owner,
+    ]);
+    return Number(row?.n ?? 0);
+  }
+
   async countAll(): Promise<number> {
     const [row] = await this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM kme_keys');
     return Number(row?.n ?? 0);

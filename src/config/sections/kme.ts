@@ -30,6 +30,17 @@ export interface KmeRatchetConfig {
   epochKeys: number;
 }
 
+/**
+ * Who may fetch a key whose enc_keys named a site (`/api/v1/keys/<KME ID>/...`) instead of
+ * an SAE: any SAE of the receiving site (ETSI 014's own flow, the default), only the SAEs
+ * an allow list names for the key's origin, or nobody (such requests are refused).
+ */
+export type SiteAddressedPolicy =
+  | { mode: 'any-sae' }
+  | { mode: 'refuse' }
+  /** SAE of this site → origin SAE IDs or origin KME IDs whose site-addressed keys it may fetch. */
+  | { mode: 'allow'; allow: Record<string, string[]> };
+
 export interface KmeConfig {
   enabled: boolean;
   /** This site's KME ID (must match the URI SAN of its certificate). */
@@ -57,6 +68,14 @@ export interface KmeConfig {
   maxKeyPerRequest: number;
   /** Keys stored per link (both directions); enc_keys beyond it gets 503. */
   maxKeyCount: number;
+  /** Keys one master SAE may have waiting at a peer site on one link; enc_keys beyond it gets 503. */
+  maxKeyCountPerSae: number;
+  /** Keys one SAE certificate may ask for per window (a token bucket of `keys` refilled over `seconds`). */
+  saeRateLimit: { keys: number; seconds: number };
+  siteAddressedKeys: SiteAddressedPolicy;
+  /** Listener limits: open SAE connections, and the time to receive one request's headers and body. */
+  maxConnections: number;
+  requestTimeoutMs: number;
   maxSaeIdCount: number;
   /** Lifetime of a stored key. */
   keyTtlSeconds: number;
@@ -79,6 +98,11 @@ export const KME_DEFAULTS = {
   maxKeySize: 4096,
   maxKeyPerRequest: 128,
   maxKeyCount: 100_000,
+  /** The default per-SAE share: this fraction of maxKeyCount, so no single SAE can fill a link. */
+  saeShareOfLink: 0.25,
+  saeRateLimit: { keys: 100_000, seconds: 10 },
+  maxConnections: 1024,
+  requestTimeoutMs: 10_000,
   maxSaeIdCount: 8,
   keyTtlSeconds: 86_400,
   orphanKeyTtlSeconds: 300,
@@ -146,7 +170,8 @@ function checkKnown(o: Obj, known: readonly string[], at: string): void {
 const KNOWN = [
   'enabled', 'id', 'listen', 'tls', 'storage', 'siteKeyFile', 'peers', 'saes', 'seedSource', 'entropyApi', 'keySize', 'minKeySize',
   'maxKeySize', 'maxKeyPerRequest', 'maxKeyCount', 'maxSaeIdCount', 'keyTtlSeconds', 'orphanKeyTtlSeconds', 'peerTimeoutMs',
-  'maintenanceSeconds', 'requirePostQuantum', 'ratchet',
+  'maintenanceSeconds', 'requirePostQuantum', 'ratchet', 'maxKeyCountPerSae', 'saeRateLimit', 'siteAddressedKeys', 'maxConnections',
+  'requestTimeoutMs',
 ] as const;
 
 /** requirePostQuantum on a runtime without ML-KEM: refused, naming the runtimes that have it. */
@@ -173,7 +198,34 @@ function groups(o: Obj, at: string, fallback: string, requirePostQuantum: boolea
   if (requirePostQuantum && !value.split(':').some((g) => isHybridGroup(g))) {
     throw new KmeConfigError(`${at}.groups`, 'offers no post-quantum hybrid group (e.g. X25519MLKEM768) but requirePostQuantum is on');
   }
+  // requirePostQuantum means hybrid (docs/post-quantum.md): a face that requires it offers
+  // only the hybrid groups of the list, so a pure ML-KEM group would silently never be used.
+  const pure = value.split(':').filter((g) => /^MLKEM\d+$/i.test(g));
+  if (requirePostQuantum && pure.length > 0) {
+    throw new KmeConfigError(
+      `${at}.groups`,
+      `${pure.join(', ')} is post-quantum but not hybrid; requirePostQuantum accepts only hybrid groups (X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024), which keep a classical layer: remove it or turn requirePostQuantum off`,
+    );
+  }
   return value;
+}
+
+/** `siteAddressedKeys`: "any-sae", "refuse", or { "<SAE of this site>": ["<origin SAE or KME ID>", ...] }. */
+function siteAddressedKeys(raw: unknown, at: string, id: string, peers: Record<string, KmePeerConfig>, saes: Record<string, string>): SiteAddressedPolicy {
+  const key = `${at}.siteAddressedKeys`;
+  if (raw === undefined || raw === 'any-sae') return { mode: 'any-sae' };
+  if (raw === 'refuse') return { mode: 'refuse' };
+  if (!isObj(raw)) throw new KmeConfigError(key, `must be "any-sae", "refuse" or an object of SAE ID of this site → origin SAE or KME IDs`);
+  const allow: Record<string, string[]> = {};
+  for (const [sae, origins] of Object.entries(raw)) {
+    if (!isValidId(sae) || sae === id || sae in peers) throw new KmeConfigError(`${key}.${sae}`, 'must be an SAE ID of this site');
+    if (saes[sae] !== undefined && saes[sae] !== id) throw new KmeConfigError(`${key}.${sae}`, `is registered in ${at}.saes to site '${saes[sae]}', not to this site`);
+    if (!Array.isArray(origins) || !origins.every((o): o is string => typeof o === 'string' && isValidId(o))) {
+      throw new KmeConfigError(`${key}.${sae}`, 'must be an array of origin SAE IDs or peer KME IDs');
+    }
+    allow[sae] = origins;
+  }
+  return { mode: 'allow', allow };
 }
 
 /** Validates the `kme` section (raw JSON) and fills defaults. */
@@ -289,6 +341,11 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
     if (v % 8 !== 0) throw new KmeConfigError(`${at}.${k}`, 'must be a multiple of 8 bits');
   }
 
+  const maxKeyCount = int(raw, 'maxKeyCount', at, KME_DEFAULTS.maxKeyCount, 1, 1_000_000_000);
+  const rateRaw = raw.saeRateLimit ?? {};
+  if (!isObj(rateRaw)) throw new KmeConfigError(`${at}.saeRateLimit`, 'must be an object { keys?, seconds? }');
+  checkKnown(rateRaw, ['keys', 'seconds'], `${at}.saeRateLimit`);
+
   const storage = raw.storage === undefined ? undefined : str(raw, 'storage', at);
   return {
     enabled,
@@ -307,7 +364,15 @@ export function parseKmeConfig(raw: unknown, at = 'kme', context: SectionContext
     minKeySize,
     maxKeySize,
     maxKeyPerRequest: int(raw, 'maxKeyPerRequest', at, KME_DEFAULTS.maxKeyPerRequest, 1, 10_000),
-    maxKeyCount: int(raw, 'maxKeyCount', at, KME_DEFAULTS.maxKeyCount, 1, 1_000_000_000),
+    maxKeyCount,
+    maxKeyCountPerSae: int(raw, 'maxKeyCountPerSae', at, Math.ceil(maxKeyCount * KME_DEFAULTS.saeShareOfLink), 1, maxKeyCount),
+    saeRateLimit: {
+      keys: int(rateRaw, 'keys', `${at}.saeRateLimit`, KME_DEFAULTS.saeRateLimit.keys, 1, 1_000_000_000),
+      seconds: int(rateRaw, 'seconds', `${at}.saeRateLimit`, KME_DEFAULTS.saeRateLimit.seconds, 1, 366 * 86_400),
+    },
+    siteAddressedKeys: siteAddressedKeys(raw.siteAddressedKeys, at, id, peers, saes),
+    maxConnections: int(raw, 'maxConnections', at, KME_DEFAULTS.maxConnections, 1, 1_000_000),
+    requestTimeoutMs: int(raw, 'requestTimeoutMs', at, KME_DEFAULTS.requestTimeoutMs, 100, 600_000),
     maxSaeIdCount: int(raw, 'maxSaeIdCount', at, KME_DEFAULTS.maxSaeIdCount, 0, 1000),
     keyTtlSeconds: int(raw, 'keyTtlSeconds', at, KME_DEFAULTS.keyTtlSeconds, 1, 10 * 365 * 86_400),
     orphanKeyTtlSeconds: int(raw, 'orphanKeyTtlSeconds', at, KME_DEFAULTS.orphanKeyTtlSeconds, 1, 10 * 365 * 86_400),
