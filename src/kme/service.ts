@@ -97,6 +97,8 @@ export class KmeService {
   private readonly answering = new Set<string>();
   /** Settlements under way (close waits for them, so their deletes land before the store closes). */
   private readonly settling = new Set<Promise<void>>();
+  /** A scrub after an erasure failed: maintenance tries again. */
+  private scrubOwed = false;
 
   constructor(private readonly opts: KmeServiceOptions) {
     this.id = opts.id;
@@ -374,6 +376,7 @@ export class KmeService {
       return keyIds.map((k) => byId.get(k)!);
     });
 
+    await this.scrubErased();
     for (const [origin, ids] of origins) {
       this.release(origin, ids.length);
       this.notices.kick(origin);
@@ -517,6 +520,7 @@ export class KmeService {
       await this.store.addTombstones(tx, ids, tombstoneUntil);
       return this.store.deleteKeys(tx, ids, ' AND origin = $1 AND peer = $2', [origin, this.id]);
     });
+    if (n > 0) await this.scrubErased();
     this.release(origin, n);
     if (n > 0) this.log.info({ op: 'cancel', peer: origin, keys: n }, 'kme: cancelled deliveries removed');
     return { cancelled: n };
@@ -555,6 +559,7 @@ export class KmeService {
    */
   async maintain(now = Date.now()): Promise<void> {
     const expired = await this.store.sweepExpired(now);
+    if (expired > 0 || this.scrubOwed) await this.scrubErased();
     if (expired > 0) {
       this.counts.clear();
       this.log.info({ op: 'expire', keys: expired }, 'kme: expired keys removed');
@@ -579,6 +584,20 @@ export class KmeService {
       this.log.warn({ op: 'abandon', cancelled: unsent, orphaned: stale.length - unsent }, 'kme: deliveries a crash left unsettled were cancelled or orphaned at the peer');
     }
     await this.notices.kickAll();
+  }
+
+  /**
+   * Sealed keys were deleted: the answer waits until no copy of them is left in the
+   * database's files (docs/storage.md, "Erasure"), so a crash right after it cannot leave one
+   * behind. A scrub that fails (another process kept reading) does not undo the operation;
+   * the next maintenance pass tries again.
+   */
+  private async scrubErased(): Promise<void> {
+    this.scrubOwed = false;
+    await this.store.scrub().catch((err: Error) => {
+      this.scrubOwed = true;
+      this.log.warn({ reason: err.message }, 'kme: erased keys may stay in the database files until the next maintenance pass');
+    });
   }
 
   /** New credentials for the calls to every peer (see PeerClient.updateTls). */

@@ -25,6 +25,7 @@ function sqliteConstructor(): typeof Database {
 import { AsyncMutex } from './mutex.js';
 import { expandMacros, translatePlaceholders } from './sql.js';
 import type { Db, Migration, Queryable, Row, SqlParam, TransactionOptions } from './types.js';
+import { WalScrubber } from './wal-scrub.js';
 import { WalSyncer } from './wal-sync.js';
 
 export { NotDurableError } from './wal-sync.js';
@@ -48,6 +49,8 @@ interface SharedConnection {
   state: Map<string, unknown>;
   /** PRAGMA data_version, prepared once, and its value for the current event-loop turn. */
   dataVersion: { statement: Database.Statement; value: number | undefined } | undefined;
+  /** Db.scrub() of this file (undefined in memory, where nothing reaches a disk). */
+  scrubber: WalScrubber | undefined;
 }
 
 const openFiles = new Map<string, SharedConnection>();
@@ -153,6 +156,10 @@ function openShared(file: string): SharedConnection {
     }
     sqlite.exec('PRAGMA foreign_keys = ON');
     sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // A deleted or rewritten row is overwritten with zeros in its page (and a freed page is
+    // zeroed), not merely unlinked: the sealed copies of retrieved keys and erased ratchet
+    // secrets must not linger in the file's free space (docs/storage.md, "Erasure").
+    sqlite.exec('PRAGMA secure_delete = ON');
   } catch (err) {
     sqlite.close();
     throw err;
@@ -166,9 +173,51 @@ function openShared(file: string): SharedConnection {
     wal,
     state: new Map(),
     dataVersion: undefined,
+    scrubber: undefined,
   };
+  if (wal) shared.scrubber = new WalScrubber(() => checkpointAndTruncate(shared, wal));
   openFiles.set(key, shared);
   return shared;
+}
+
+/** How long a scrub keeps trying while another process reads the file, and how often. */
+const SCRUB_DEADLINE_MS = BUSY_TIMEOUT_MS;
+const SCRUB_RETRY_MS = 20;
+
+/**
+ * Copies every WAL frame into the database and truncates the WAL to zero bytes, then makes
+ * the truncation durable: afterwards the only copy of each page is its newest one, in the
+ * database file, where secure_delete has zeroed what was deleted. SQLite's checkpoint syncs
+ * the WAL before and the database after copying (synchronous=NORMAL does too). It needs
+ * every reader of another process to be on the newest snapshot; rather than let SQLite's
+ * busy handler sleep on the event loop for it, the checkpoint runs with no busy wait and is
+ * tried again a little later, for up to the busy timeout.
+ */
+async function checkpointAndTruncate(shared: SharedConnection, wal: WalSyncer): Promise<void> {
+  const deadline = Date.now() + SCRUB_DEADLINE_MS;
+  for (;;) {
+    const done = await shared.mutex.run(() => {
+      wal.assertHealthy();
+      shared.sqlite.exec('PRAGMA busy_timeout = 0');
+      try {
+        const result = cachedStatement(shared, 'PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number };
+        return result.busy === 0;
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') throw err;
+        return false;
+      } finally {
+        shared.sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      }
+    });
+    if (done) break;
+    if (Date.now() >= deadline) {
+      throw new Error(`cannot scrub ${shared.key}: another process kept reading an older snapshot for ${SCRUB_DEADLINE_MS} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, SCRUB_RETRY_MS));
+  }
+  // The WAL is now empty; flushing it makes its new length survive a power loss (before
+  // that, the old frames could come back with the old length).
+  await wal.sync();
 }
 
 /** Statement runner bound to the connection; used both outside and inside transactions. */
@@ -328,6 +377,17 @@ export class SqliteDb implements Db {
     // so other transactions run (and queue for the next flush) while this one is flushed.
     if (flushed) await flushed;
     return result;
+  }
+
+  /**
+   * Removes from the file's WAL what deleted and overwritten rows left there
+   * (checkpointAndTruncate); calls made while one runs share the next. Resolves once done;
+   * rejects when another process kept reading for longer than the busy timeout (the
+   * deletions stand; the next scrub takes the frames along).
+   */
+  async scrub(): Promise<void> {
+    this.ensureOpen();
+    await this.shared.scrubber?.request();
   }
 
   connectionState<T>(key: string, create: () => T): T {
