@@ -8,7 +8,7 @@ import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './deri
 import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
-import { asEtsiError, StaticLinkKeys, type LinkKeyContext, type LinkKeys } from './link-keys.js';
+import { asEtsiError, StaticLinkKeys, wipeSecrets, type LinkKeyContext, type LinkKeys } from './link-keys.js';
 import { silentLogger, type Logger } from './logger.js';
 import { mintKeys, seedBytes, type KeyItem } from './mint.js';
 import { MulticastSender } from './multicast.js';
@@ -248,6 +248,7 @@ export class KmeService {
       }
       seeds = await this.opts.seedSource.take(seedBytes(req.number, slaves.size));
     } catch (err) {
+      wipeSecrets(links.values());
       this.release(target.site, req.number);
       if (err instanceof SeedUnavailableError) throw unavailable(`no entropy for new keys: ${err.message}`);
       throw err;
@@ -436,6 +437,7 @@ export class KmeService {
       if (contexts.has(tag)) continue;
       const n = wire.filter((x) => tagOf(x) === tag).length;
       contexts.set(tag, await this.linkKeys.get(origin)!.forReceiving(linkSuite(w), w.epoch, n).catch((err: unknown) => {
+        wipeSecrets(contexts.values());
         throw asEtsiError(err);
       }));
     }
@@ -463,6 +465,7 @@ export class KmeService {
         key_enc: sealed,
       };
     });
+    wipeSecrets(contexts.values());
 
     await this.reserve(origin, rows.length);
     try {
