@@ -377,7 +377,8 @@ export class KmeService {
       return keyIds.map((k) => byId.get(k)!);
     });
 
-    await this.scrubErased();
+    // Keys whose last SAE took them are deleted (`origins`); a key still waiting for others stays.
+    if (origins.size > 0) await this.scrubErased();
     for (const [origin, ids] of origins) {
       this.release(origin, ids.length);
       this.notices.kick(origin);
