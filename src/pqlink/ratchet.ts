@@ -140,12 +140,12 @@ export class LinkRatchet {
           this.opts.log.debug({ peer: this.opts.peer }, 'pqlink: another instance of this site holds a newer epoch; following it');
         }
         // Earlier states, which held the erased secret, are still in the database's files
-        // (the WAL) until scrubbed. A failed scrub does not fail the save: the next erasing
-        // save scrubs again.
+        // (the WAL) until scrubbed. A failed scrub does not fail the save: the next
+        // maintenance pass saves and scrubs again.
         if (scrub) {
           await this.opts.store.scrub().catch((err: Error) => {
             this.erasedSinceSave = true;
-            this.opts.log.warn({ peer: this.opts.peer, reason: err.message }, 'pqlink: an erased epoch secret may stay in the database files until the next save');
+            this.opts.log.warn({ peer: this.opts.peer, reason: err.message }, 'pqlink: an erased epoch secret may stay in the database files until the next maintenance pass');
           });
         }
       });
@@ -413,7 +413,8 @@ export class LinkRatchet {
     if (!this.advancing) {
       // Another instance of this site may have re-keyed: follow it before erasing or saving anything.
       await this.load();
-      if (this.current && this.current.keys !== this.savedKeys) await this.save();
+      // (Also when a scrub after an erasure failed: this save scrubs again.)
+      if (this.current && (this.current.keys !== this.savedKeys || this.erasedSinceSave)) await this.save();
     }
     if (this.previous && this.now() >= this.previous.eraseAt) {
       const epoch = this.previous.epoch;
