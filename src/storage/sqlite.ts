@@ -190,9 +190,9 @@ const SCRUB_RETRY_MS = 20;
  * secure_delete has zeroed what was deleted (docs/storage.md, "Erasure").
  *
  * SQLite's own TRUNCATE checkpoint would flush the database inside the call, on the event
- * loop (5 ms at the median here, 45 ms at worst under load). So the flushes are ours, from
- * the thread pool, in the order that keeps every commit safe, holding the connection
- * throughout so no frame is added meanwhile:
+ * loop (9 ms at the median, 50 ms at worst under load: benchmarks/kme/scrub.js). So the
+ * flushes are ours, from the thread pool, in the order that keeps every commit safe,
+ * holding the connection throughout so no frame is added meanwhile:
  *   1. flush the WAL (every frame about to be copied is on disk);
  *   2. PASSIVE checkpoint with synchronous=OFF: the frames are copied into the database
  *      file, nothing flushed, the WAL untouched (a crash now replays it);
