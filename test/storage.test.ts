@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -417,5 +418,49 @@ describe('storage URLs and SQL translation', () => {
 
   it('refuses a PostgreSQL server that is not there with a clear error', async () => {
     await expect(openDatabase({ url: 'postgres://nobody@127.0.0.1:1/none' })).rejects.toThrow(/cannot connect to PostgreSQL/);
+  });
+});
+
+describe('SQLite erasure (Db.scrub)', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'qentropy-scrub-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const everyFile = (): Buffer => Buffer.concat(fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f))));
+
+  it('leaves a deleted row in no file of the database: not in the WAL, not in the free space of a page', async () => {
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, 'e.db')}` });
+    try {
+      await db.execute('CREATE TABLE secrets (id INTEGER PRIMARY KEY, value BLOB)');
+      const [gone, kept] = [crypto.randomBytes(48), crypto.randomBytes(48)];
+      await db.execute('INSERT INTO secrets (id, value) VALUES (1, $1), (2, $2)', [gone, kept]);
+      await db.scrub(); // both rows now in the database file itself, in one page
+      await db.execute('DELETE FROM secrets WHERE id = 1');
+      expect(everyFile().includes(gone)).toBe(true); // the WAL still holds the page as it was
+      await db.scrub();
+      expect(everyFile().includes(gone)).toBe(false);
+      expect(everyFile().includes(kept)).toBe(true);
+      expect(fs.statSync(path.join(dir, 'e.db-wal')).size).toBe(0);
+      expect((await db.query<{ id: number }>('SELECT id FROM secrets')).map((r) => r.id)).toEqual([2]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('calls made while a scrub runs share the next one, and every call resolves after a scrub that began after it', async () => {
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, 'f.db')}` });
+    try {
+      await db.execute('CREATE TABLE t (id INTEGER PRIMARY KEY, value BLOB)');
+      const marker = crypto.randomBytes(48);
+      await db.execute('INSERT INTO t (id, value) VALUES (1, $1)', [marker]);
+      const first = db.scrub();
+      await db.execute('DELETE FROM t WHERE id = 1'); // committed while the first scrub may run
+      await Promise.all([first, db.scrub(), db.scrub()]);
+      expect(everyFile().includes(marker)).toBe(false);
+    } finally {
+      await db.close();
+    }
   });
 });

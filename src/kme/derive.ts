@@ -82,7 +82,9 @@ export function hkdfSha256(ikm: Buffer, info: Buffer, length: number): Buffer {
   const out = Buffer.allocUnsafe(blocks * 32);
   let previous = Buffer.alloc(0);
   for (let i = 1; i <= blocks; i++) {
-    previous = createHmac('sha256', prk).update(previous).update(info).update(Buffer.from([i])).digest();
+    const block = createHmac('sha256', prk).update(previous).update(info).update(Buffer.from([i])).digest();
+    previous.fill(0);
+    previous = block;
     previous.copy(out, (i - 1) * 32);
   }
   prk.fill(0);

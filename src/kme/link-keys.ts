@@ -9,8 +9,17 @@ export interface LinkKeyContext {
   suite: string;
   /** The ratchet epoch the keys belong to (ratcheted links only). */
   epoch?: number;
-  /** Mixed into the key derivation beside the seed (the PSK, or the epoch's key secret). */
+  /**
+   * Mixed into the key derivation beside the seed (the PSK, or the epoch's key secret). The
+   * request's own copy: whoever asked for the context zeroes it once its keys are derived
+   * (wipeSecrets), so no request leaves a copy of K(e) or the PSK behind in memory.
+   */
   secret: Buffer | undefined;
+}
+
+/** Zeroes the requests' copies of link secrets (LinkKeyContext.secret) once they are used. */
+export function wipeSecrets(contexts: Iterable<LinkKeyContext>): void {
+  for (const c of contexts) c.secret?.fill(0);
 }
 
 export interface LinkKeys {
@@ -26,25 +35,30 @@ export interface LinkKeys {
 
 /** A link without the ratchet: HKDF over seed ‖ PSK (or the seed alone). */
 export class StaticLinkKeys implements LinkKeys {
-  private readonly context: LinkKeyContext;
+  private readonly suite: string;
 
-  constructor(psk: Buffer | undefined) {
-    this.context = { suite: suiteFor(psk), secret: psk };
+  constructor(private readonly psk: Buffer | undefined) {
+    this.suite = suiteFor(psk);
+  }
+
+  /** Each request gets its own copy of the PSK, which it zeroes when done (never the link's own). */
+  private context(): LinkKeyContext {
+    return { suite: this.suite, secret: this.psk ? Buffer.from(this.psk) : undefined };
   }
 
   async forSending(): Promise<LinkKeyContext> {
-    return this.context;
+    return this.context();
   }
 
   async forReceiving(suite: unknown): Promise<LinkKeyContext> {
-    if (suite !== this.context.suite) {
-      throw badRequest(`invalid key metadata: suite '${String(suite)}' differs from this site's '${this.context.suite}' for the link (is the PSK the same at both sites?)`);
+    if (suite !== this.suite) {
+      throw badRequest(`invalid key metadata: suite '${String(suite)}' differs from this site's '${this.suite}' for the link (is the PSK the same at both sites?)`);
     }
-    return this.context;
+    return this.context();
   }
 
   status(): Record<string, unknown> {
-    return { suite: this.context.suite };
+    return { suite: this.suite };
   }
 }
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 
 import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './derive.js';
 import type { WireKey } from './link.js';
-import type { LinkKeyContext } from './link-keys.js';
+import { wipeSecrets, type LinkKeyContext } from './link-keys.js';
 import { PENDING, type KeyRow } from './store.js';
 
 export interface KeyItem {
@@ -26,7 +26,7 @@ export interface MintRequest {
   expires: number;
   /** Slave SAEs by site: the slave's site first (its list may be empty = any SAE there), then further sites. */
   slaves: ReadonlyMap<string, readonly string[]>;
-  /** Each site's link context for sending now: suite, ratchet epoch, secret (link-keys.ts). */
+  /** Each site's link context for sending now: suite, ratchet epoch, secret (link-keys.ts); the secrets are zeroed here once used. */
   links: ReadonlyMap<string, LinkKeyContext>;
   /** `seedBytes(number, sites)` fresh random bytes; zeroed here once used. */
   seeds: Buffer;
@@ -98,5 +98,6 @@ export function mintKeys(req: MintRequest): Minted {
     key.fill(0);
   }
   req.seeds.fill(0);
+  wipeSecrets(req.links.values());
   return { keys, rows, wire };
 }

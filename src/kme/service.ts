@@ -9,7 +9,7 @@ import { deriveKey, SEED_BYTES, SUITE_WRAPPED_SUFFIX, wrapForSite } from './deri
 import { badRequest, ETSI_MESSAGES, EtsiError, unauthorized, unavailable } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { LinkSender, type WireKey } from './link.js';
-import { asEtsiError, StaticLinkKeys, type LinkKeyContext, type LinkKeys } from './link-keys.js';
+import { asEtsiError, StaticLinkKeys, wipeSecrets, type LinkKeyContext, type LinkKeys } from './link-keys.js';
 import { silentLogger, type Logger } from './logger.js';
 import { mintKeys, seedBytes, type KeyItem } from './mint.js';
 import { MulticastSender } from './multicast.js';
@@ -114,6 +114,8 @@ export class KmeService {
   private readonly answering = new Set<string>();
   /** Settlements under way (close waits for them, so their deletes land before the store closes). */
   private readonly settling = new Set<Promise<void>>();
+  /** A scrub after an erasure failed: maintenance tries again. */
+  private scrubOwed = false;
 
   constructor(private readonly opts: KmeServiceOptions) {
     this.id = opts.id;
@@ -376,6 +378,7 @@ export class KmeService {
       }
       seeds = await this.opts.seedSource.take(seedBytes(req.number, slaves.size));
     } catch (err) {
+      wipeSecrets(links.values());
       this.release(target.site, req.number);
       if (err instanceof SeedUnavailableError) throw unavailable(`no entropy for new keys: ${err.message}`);
       throw err;
@@ -505,6 +508,8 @@ export class KmeService {
       return keyIds.map((k) => byId.get(k)!);
     });
 
+    // Keys whose last SAE took them are deleted (`origins`); a key still waiting for others stays.
+    if (origins.size > 0) await this.scrubErased();
     for (const [origin, ids] of origins) {
       this.release(origin, ids.length);
       this.notices.kick(origin);
@@ -587,6 +592,7 @@ export class KmeService {
       if (contexts.has(tag)) continue;
       const n = wire.filter((x) => tagOf(x) === tag).length;
       contexts.set(tag, await this.linkKeys.get(origin)!.forReceiving(linkSuite(w), w.epoch, n).catch((err: unknown) => {
+        wipeSecrets(contexts.values());
         throw asEtsiError(err);
       }));
     }
@@ -614,6 +620,7 @@ export class KmeService {
         key_enc: sealed,
       };
     });
+    wipeSecrets(contexts.values());
 
     const { accepted, refused, rooms } = await this.checkShares(origin, rows);
     const forget = (): void => accepted.forEach((r) => this.ownerCounts.delete(`${origin}\n${r.owner}`));
@@ -690,6 +697,7 @@ export class KmeService {
       await this.store.addTombstones(tx, ids, tombstoneUntil);
       return this.store.deleteKeys(tx, ids, ' AND origin = $1 AND peer = $2', [origin, this.id]);
     });
+    if (n > 0) await this.scrubErased();
     this.release(origin, n);
     if (n > 0) this.ownerCounts.clear();
     if (n > 0) this.log.info({ op: 'cancel', peer: origin, keys: n }, 'kme: cancelled deliveries removed');
@@ -729,6 +737,7 @@ export class KmeService {
    */
   async maintain(now = Date.now()): Promise<void> {
     const expired = await this.store.sweepExpired(now);
+    if (expired > 0 || this.scrubOwed) await this.scrubErased();
     if (expired > 0) {
       this.counts.clear();
       this.ownerCounts.clear();
@@ -754,6 +763,20 @@ export class KmeService {
       this.log.warn({ op: 'abandon', cancelled: unsent, orphaned: stale.length - unsent }, 'kme: deliveries a crash left unsettled were cancelled or orphaned at the peer');
     }
     await this.notices.kickAll();
+  }
+
+  /**
+   * Sealed keys were deleted: the answer waits until no copy of them is left in the
+   * database's files (docs/storage.md, "Erasure"), so a crash right after it cannot leave one
+   * behind. A scrub that fails (another process kept reading) does not undo the operation;
+   * the next maintenance pass tries again.
+   */
+  private async scrubErased(): Promise<void> {
+    this.scrubOwed = false;
+    await this.store.scrub().catch((err: Error) => {
+      this.scrubOwed = true;
+      this.log.warn({ reason: err.message }, 'kme: erased keys may stay in the database files until the next maintenance pass');
+    });
   }
 
   /** New credentials for the calls to every peer (see PeerClient.updateTls). */

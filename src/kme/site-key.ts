@@ -77,7 +77,19 @@ export class SiteKey {
     const decipher = createDecipheriv('aes-256-gcm', this.key, sealed.subarray(0, IV_BYTES));
     decipher.setAAD(aad);
     decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+    const body = decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES));
+    try {
+      // GCM's final() only checks the tag (it holds no plaintext): the key is `body`, and it
+      // is the caller's (who zeroes it), but not before the tag proved it authentic.
+      const tail = decipher.final();
+      if (tail.length === 0) return body;
+      const whole = Buffer.concat([body, tail]);
+      body.fill(0);
+      return whole;
+    } catch (err) {
+      body.fill(0);
+      throw err;
+    }
   }
 
   /** A keyed digest (for comparing deliveries without storing seeds). */

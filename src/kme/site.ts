@@ -57,6 +57,8 @@ export class KmeSite {
       const log = deps.logger ?? silentLogger;
       const pq = new SitePostQuantum(config, db, siteKey, psks, log);
       await pq.migrate();
+      // A crash between an erasure and its scrub left copies in the WAL: none survive a restart.
+      await db.scrub().catch((err: Error) => log.warn({ reason: err.message }, 'kme: could not scrub the key store at start; erased keys may stay in its files until the next erasure'));
       const peers = Object.fromEntries(
         Object.entries(config.peers).map(([id, p]) => [id, { url: p.url, ...(psks[id] ? { psk: psks[id] } : {}), keyExchange: pq.keyExchange(id) }]),
       );

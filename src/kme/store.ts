@@ -170,6 +170,14 @@ export class KeyStore {
     }
   }
 
+  /**
+   * After sealed keys were deleted (retrieved, cancelled, expired): resolves once no copy of
+   * them is left in the database's files either (Db.scrub; docs/storage.md, "Erasure").
+   */
+  scrub(): Promise<void> {
+    return this.db.scrub();
+  }
+
   /** Keys stored here for the link between two sites, in either direction. */
   async countLink(a: string, b: string): Promise<number> {
     const [row] = await this.db.query<{ n: number }>(

@@ -82,6 +82,8 @@ export class LinkRatchet {
   private loading: Promise<void> | undefined;
   /** The key count last written, so maintenance saves it only when it moved. */
   private savedKeys = 0;
+  /** An epoch secret was erased in memory since the last save: that save scrubs the database files. */
+  private erasedSinceSave = false;
 
   constructor(private readonly opts: LinkRatchetOptions) {
     this.suite = ratchetSuite(opts.pskFingerprint);
@@ -128,6 +130,8 @@ export class LinkRatchet {
       ...(this.candidate ? { candidate: { epoch: this.candidate.epoch, secret: this.candidate.chain.toString('hex') } } : {}),
     };
     this.savedKeys = this.current?.keys ?? 0;
+    const scrub = this.erasedSinceSave;
+    this.erasedSinceSave = false;
     // Saves run one after another, so an older state never overwrites a newer one.
     this.saving = this.saving
       .catch(() => undefined)
@@ -135,14 +139,25 @@ export class LinkRatchet {
         if (!(await this.opts.store.save(this.opts.site, this.opts.peer, state))) {
           this.opts.log.debug({ peer: this.opts.peer }, 'pqlink: another instance of this site holds a newer epoch; following it');
         }
+        // Earlier states, which held the erased secret, are still in the database's files
+        // (the WAL) until scrubbed. A failed scrub does not fail the save: the next
+        // maintenance pass saves and scrubs again.
+        if (scrub) {
+          await this.opts.store.scrub().catch((err: Error) => {
+            this.erasedSinceSave = true;
+            this.opts.log.warn({ peer: this.opts.peer, reason: err.message }, 'pqlink: an erased epoch secret may stay in the database files until the next maintenance pass');
+          });
+        }
       });
     return this.saving;
   }
 
   private erase(...epochs: Array<Epoch | undefined>): void {
     for (const e of epochs) {
-      e?.chain.fill(0);
-      e?.key.fill(0);
+      if (!e) continue;
+      e.chain.fill(0);
+      e.key.fill(0);
+      this.erasedSinceSave = true;
     }
   }
 
@@ -398,13 +413,15 @@ export class LinkRatchet {
     if (!this.advancing) {
       // Another instance of this site may have re-keyed: follow it before erasing or saving anything.
       await this.load();
-      if (this.current && this.current.keys !== this.savedKeys) await this.save();
+      // (Also when a scrub after an erasure failed: this save scrubs again.)
+      if (this.current && (this.current.keys !== this.savedKeys || this.erasedSinceSave)) await this.save();
     }
     if (this.previous && this.now() >= this.previous.eraseAt) {
-      this.opts.log.debug({ peer: this.opts.peer, epoch: this.previous.epoch }, 'pqlink: previous epoch erased');
+      const epoch = this.previous.epoch;
       this.erase(this.previous);
       this.previous = undefined;
       await this.save();
+      this.opts.log.debug({ peer: this.opts.peer, epoch }, 'pqlink: previous epoch erased');
     }
     if (this.leader && (this.due() || this.candidate)) await this.establishOrAdvance();
   }

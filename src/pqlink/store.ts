@@ -50,6 +50,14 @@ export class RatchetStore {
     return Buffer.from(`qentropy pqlink state v1\n${site}\n${peer}`, 'utf8');
   }
 
+  /**
+   * After a save that dropped an epoch secret: resolves once no older sealed state (which
+   * held it) is left in the database's files (Db.scrub; docs/storage.md, "Erasure").
+   */
+  scrub(): Promise<void> {
+    return this.db.scrub();
+  }
+
   async load(site: string, peer: string): Promise<RatchetState> {
     const [row] = await this.db.query<{ sealed: Buffer }>('SELECT sealed FROM pqlink_state WHERE site = $1 AND peer = $2', [site, peer]);
     if (!row) return {};

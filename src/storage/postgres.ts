@@ -116,6 +116,14 @@ export class PostgresDb implements Db {
     return undefined;
   }
 
+  /**
+   * Nothing to do that would hold: PostgreSQL keeps a deleted row's old version in the table
+   * until VACUUM (and its bytes after that until the space is reused), and in the WAL until
+   * the segment is recycled, or forever in a WAL archive or base backup. docs/storage.md
+   * ("Erasure") says what an operator must do instead.
+   */
+  async scrub(): Promise<void> {}
+
   execute(sql: string, params: readonly SqlParam[] = []): Promise<number> {
     return this.runner.execute(sql, params);
   }

@@ -70,6 +70,15 @@ export interface Db extends Queryable {
    * engine has no cheap way to tell (PostgreSQL): keep nothing across requests there.
    */
   externalChangeMark(): number | undefined;
+  /**
+   * Call after deleting or overwriting secrets: resolves once no copy of what was deleted
+   * is left in the database's own files. SQLite: deleted rows are zeroed in their pages
+   * (secure_delete), and this checkpoints and truncates the WAL, which still held the older
+   * page images (docs/storage.md, "Erasure"); concurrent calls share one scrub. PostgreSQL
+   * cannot promise this (dead tuples until VACUUM, WAL segments, base backups): a no-op,
+   * and the docs say what an operator must do instead.
+   */
+  scrub(): Promise<void>;
   /** Closes this handle (the last handle on a SQLite file closes the file). */
   close(): Promise<void>;
 }
