@@ -11,6 +11,8 @@ import type { TLSSocket } from 'node:tls';
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
+import { answerClientError, countConnections } from '../listener/index.js';
+
 import { unavailable, type EtsiError } from './errors.js';
 import type { Limits } from './requests.js';
 
@@ -27,23 +29,12 @@ export function etsiBodyLimit(limits: Pick<Limits, 'maxKeyPerRequest' | 'maxSaeI
   return 4096 + 160 * limits.maxKeyPerRequest + 80 * limits.maxSaeIdCount;
 }
 
-const PARSER_REFUSALS: Record<string, { status: number; text: string; message: string }> = {
-  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, text: 'Request Timeout', message: 'the request was not received in time (kme.requestTimeoutMs)' },
-  HPE_HEADER_OVERFLOW: { status: 431, text: 'Request Header Fields Too Large', message: 'the request headers are too large (at most 16 KiB)' },
-};
-
-/** Fastify's clientErrorHandler: the HTTP parser's refusals (malformed, too large, too slow) in ETSI's shape. */
+/** Fastify's clientErrorHandler: the HTTP parser's refusals (malformed, too large, too slow) in ETSI's shape, naming the KME's limits. */
 export function etsiClientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const known = err.code !== undefined ? PARSER_REFUSALS[err.code] : undefined;
-  const { status, text, message } = known ?? { status: 400, text: 'Bad Request', message: 'bad request: not a valid HTTP/1.1 request' };
-  // A response already under way cannot be replaced; the connection just ends.
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (socket.writable && !inFlight?.headersSent) {
-    const body = JSON.stringify({ message, details: [{ problem: err.code ?? 'malformed' }] });
-    socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  }
-  socket.destroy();
+  answerClientError(err, socket, {
+    ERR_HTTP_REQUEST_TIMEOUT: 'the request was not received in time (kme.requestTimeoutMs)',
+    HPE_HEADER_OVERFLOW: 'the request headers are too large (at most 16 KiB)',
+  });
 }
 
 /** Route patterns and their methods, to tell "no such path" (404) from "not with this method" (405). */
@@ -70,25 +61,16 @@ export function methodNotAllowed(reply: FastifyReply, method: string, path: stri
 }
 
 /**
- * Caps the connections SAEs hold open. Connections of `exempt` clients (peer KMEs, whose
- * links must not be starved by SAEs) are not counted. Returns the check for a request's
- * socket: a connection over the cap completes its handshake and its first request gets
- * 503 with Retry-After and `Connection: close`.
+ * Caps the connections SAEs hold open (countConnections, as every listener does).
+ * Connections of `exempt` clients (peer KMEs, whose links must not be starved by SAEs) are
+ * not counted. Returns the check for a request's socket: a connection over the cap
+ * completes its handshake and its first request gets 503 with Retry-After and
+ * `Connection: close`. Past twice the cap plus 64, new TCP connections are dropped before TLS.
  */
 export function capConnections(app: FastifyInstance, cap: number, exempt: (socket: TLSSocket) => boolean): (socket: object, reply: FastifyReply) => EtsiError | undefined {
-  const server = app.server as unknown as { maxConnections: number; on(event: 'secureConnection', f: (socket: TLSSocket) => void): void };
-  // The last resort against descriptor exhaustion: the kernel-level connections beyond this are dropped unanswered.
-  server.maxConnections = 2 * cap + 64;
-  const over = new WeakSet<object>();
-  let open = 0;
-  server.on('secureConnection', (socket) => {
-    if (exempt(socket)) return;
-    open++;
-    socket.once('close', () => open--);
-    if (open > cap) over.add(socket);
-  });
+  const isOver = countConnections(app.server, { maxConnections: cap, rejectSlots: cap + 64, exempt: (socket) => exempt(socket as TLSSocket) });
   return (socket, reply) => {
-    if (!over.has(socket)) return undefined;
+    if (!isOver(socket)) return undefined;
     void reply.header('connection', 'close');
     return unavailable(`too many open connections to this KME (kme.maxConnections is ${cap}); retry later`, [{ max_connections: cap }], 1);
   };

@@ -33,16 +33,32 @@ export function writeRawError(
   );
 }
 
-/** Fastify's clientErrorHandler: the parser rejected the request (or it timed out). */
-export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+/** What a parser refusal says, by Node's error code (ERR_HTTP_REQUEST_TIMEOUT, HPE_HEADER_OVERFLOW). */
+export type ClientErrorMessages = Partial<Record<string, string>>;
+
+const CLIENT_ERROR_STATUS: Record<string, number> = { HPE_HEADER_OVERFLOW: 431, ERR_HTTP_REQUEST_TIMEOUT: 408 };
+const CLIENT_ERROR_MESSAGES: ClientErrorMessages = {
+  HPE_HEADER_OVERFLOW: 'request headers too large',
+  ERR_HTTP_REQUEST_TIMEOUT: 'request timed out',
+};
+
+/**
+ * Fastify's clientErrorHandler (and a plain server's 'clientError'): the parser rejected
+ * the request, or it timed out: 431, 408 or 400 in the JSON error shape. A listener may
+ * word the messages its own way (the KME names its settings).
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex, messages: ClientErrorMessages = {}): void {
   if (error.code === 'ECONNRESET') return;
-  if (error.code === 'HPE_HEADER_OVERFLOW') {
-    writeRawError(socket, 431, 'request headers too large', [{ code: error.code }]);
-  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    writeRawError(socket, 408, 'request timed out', [{ code: error.code }]);
-  } else {
-    writeRawError(socket, 400, 'malformed HTTP request', [{ code: error.code ?? 'unknown' }]);
+  // A response already under way cannot be replaced: the connection just ends.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (inFlight?.headersSent) {
+    socket.destroy();
+    return;
   }
+  const code = error.code ?? 'unknown';
+  const status = CLIENT_ERROR_STATUS[code] ?? 400;
+  const message = messages[code] ?? CLIENT_ERROR_MESSAGES[code] ?? 'malformed HTTP request';
+  writeRawError(socket, status, message, [{ code }]);
 }
 
 export interface ListenerTls {
@@ -87,59 +103,74 @@ export function createListener(handler: http.RequestListener, tls: ListenerTls |
 
 export const DEFAULT_MAX_CONNECTIONS = 512;
 
-export interface ConnectionLimits {
-  /** Connections served at once. The next ones get 503 with Retry-After on their first request. */
+export interface ConnectionCount {
+  /** Connections counted at once; the next ones are "over" until a counted one closes. */
   maxConnections: number;
   /**
-   * Connections beyond `maxConnections` held just long enough to answer 503 (default 64);
-   * past those, the kernel's accepted sockets are closed at once without an answer, so a
-   * flood never costs more than maxConnections + rejectSlots descriptors.
+   * Connections beyond `maxConnections` held just long enough to be refused (default 64);
+   * past those, the kernel's accepted sockets are closed at once without an answer (Node's
+   * `server.maxConnections`), so a flood never costs more descriptors than the two together.
    */
   rejectSlots?: number;
+  /** An over-the-cap connection that sends no request in this time is closed (default 2 s). */
+  rejectTimeoutMs?: number;
+  /** Connections not counted and never over (the KME's peers, whose links SAEs must not starve). */
+  exempt?: (socket: Duplex) => boolean;
+}
+
+/**
+ * Counts the established connections of an HTTP or HTTPS server (on HTTPS those that
+ * finished their handshake; handshakes in progress count toward the hard cap only) and
+ * tells which are over the cap. A connection over the cap is not counted, so a slot is free
+ * again as soon as a counted connection closes. Every listener's cap is built on this; what
+ * it answers to a connection over the cap is the listener's own (capConnections, the KME's
+ * ETSI 503).
+ */
+export function countConnections(server: http.Server, limits: ConnectionCount): (socket: object) => boolean {
+  const max = limits.maxConnections;
+  const rejectTimeoutMs = limits.rejectTimeoutMs ?? 2_000;
+  server.maxConnections = max + (limits.rejectSlots ?? 64);
+  const over = new WeakSet<object>();
+  let counted = 0;
+  const established = server instanceof tls.Server ? 'secureConnection' : 'connection';
+  server.on(established, (socket: Duplex) => {
+    if (limits.exempt?.(socket)) return;
+    if (counted >= max) {
+      over.add(socket);
+      const timer = setTimeout(() => socket.destroy(), rejectTimeoutMs);
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
+      return;
+    }
+    counted += 1;
+    socket.once('close', () => {
+      counted -= 1;
+    });
+  });
+  return (socket) => over.has(socket);
+}
+
+export interface ConnectionLimits extends Omit<ConnectionCount, 'exempt'> {
   /** Retry-After of the 503 (default 5 s). */
   retryAfterSeconds?: number;
-  /** A refused connection that sends no request in this time is closed (default 2 s). */
-  rejectTimeoutMs?: number;
 }
 
 /**
  * Caps the connections of an HTTP or HTTPS server that already has its request handler
  * (call it after `Fastify(...)` returned, or after createServer(handler)): past
  * `maxConnections` a connection gets one `503 {"message","details"}` with Retry-After and
- * is closed; past `maxConnections + rejectSlots` it is closed unanswered (Node's
- * `server.maxConnections`), so no client can exhaust the process's file descriptors.
- * Counted are established connections: on HTTPS those that finished their handshake
- * (handshakes in progress count toward the hard cap only).
+ * is closed; past `maxConnections + rejectSlots` it is closed unanswered, so no client can
+ * exhaust the process's file descriptors (countConnections).
  */
 export function capConnections(server: http.Server, limits: ConnectionLimits): void {
   const max = limits.maxConnections;
-  const rejectSlots = limits.rejectSlots ?? 64;
   const retryAfter = limits.retryAfterSeconds ?? 5;
-  const rejectTimeoutMs = limits.rejectTimeoutMs ?? 2_000;
-  server.maxConnections = max + rejectSlots;
-  const refused = new WeakSet<object>();
-  // Connections being served; refused ones are not counted (the hard cap bounds them), so a
-  // slot is free again as soon as a served connection closes.
-  let served = 0;
-  const established = server instanceof tls.Server ? 'secureConnection' : 'connection';
-  server.on(established, (socket: Duplex) => {
-    if (served >= max) {
-      refused.add(socket);
-      const timer = setTimeout(() => socket.destroy(), rejectTimeoutMs);
-      timer.unref();
-      socket.once('close', () => clearTimeout(timer));
-      return;
-    }
-    served += 1;
-    socket.once('close', () => {
-      served -= 1;
-    });
-  });
+  const isOver = countConnections(server, limits);
   // Our answer goes before every request handler already registered (Fastify's router).
   const handlers = server.listeners('request') as http.RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
-    if (refused.has(request.socket)) {
+    if (isOver(request.socket)) {
       const body = JSON.stringify({
         message: 'server busy: too many connections; retry later',
         details: [{ limit: 'maxConnections', max_connections: max, retry_after_seconds: retryAfter }],
