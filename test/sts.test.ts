@@ -249,6 +249,8 @@ describe('qentropy sts', () => {
       [['sts', dataSha1, '--param', 'serial_k=3'], /unknown parameter 'serial_k'/],
       [['sts', dataSha1, '--param', 'serial_m'], /--param takes name=value/],
       [['sts', dataSha1, '--format', 'hex'], /--format must be binary or ascii/],
+      // Files are streamed in chunks of whole sequences; an endless device is refused, not read.
+      [['sts', '/dev/zero'], /\/dev\/zero: not a regular file/],
       [['sts', dataSha1, '--param', 'non_overlapping_template_m=30'], /2\.\.21/],
     ];
     for (const [args, message] of cases) {
