@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
   aperiodicTemplates,
+  inspectSequenceFile,
   runBattery,
   runBatteryOnFile,
   runTest,
@@ -222,6 +223,20 @@ describe('qentropy sts', () => {
       expect(stderr.trim()).toMatch(/holds 300096 bits; 15 sequence\(s\) of 20003 bits need 300451$/);
       const ok = await cli(['sts', file, '--format', 'binary', '--bits', '20003', '--streams', '15', '--tests', 'frequency', '--contiguous', '--json']);
       expect(ok.code).toBe(0);
+    });
+
+    it('without --bits, picks the longest length of which the file holds M word-aligned sequences', async () => {
+      const file = path.join(tmp, 'eight-thousand-bits.bin');
+      fs.writeFileSync(file, crypto.randomBytes(1000));
+      // 2,666 bits (8,000 / 3) would need 2 x 2,688 + 2,666 = 8,042; 2,656 = 83 words fits exactly 7,968.
+      expect(await inspectSequenceFile(file, { format: 'binary', streams: 3 })).toEqual({
+        format: 'binary',
+        totalBits: 8000,
+        bits: 2656,
+        streams: 3,
+        strideBits: 2656,
+      });
+      expect((await inspectSequenceFile(file, { format: 'binary', streams: 3, contiguous: true })).bits).toBe(2666);
     });
   });
 
