@@ -25,17 +25,20 @@ export async function readInput(file: string, maxBytes = MAX_INPUT_BYTES): Promi
     const stat = await handle.stat();
     if (stat.isDirectory()) throw new InputReadError(`cannot read ${file}: it is a directory`);
     if (stat.isFile() && stat.size > maxBytes) throw tooLarge();
-    // A regular file's size is known (it may still change while read); anything else is read to its end.
     const chunks: Buffer[] = [];
     let total = 0;
+    // Pipes deliver a few KiB a read: read them into one scratch buffer and keep exact copies.
+    let scratch: Buffer | undefined;
     for (;;) {
-      const want = Math.min(stat.isFile() ? Math.max(stat.size - total, 1) : CHUNK_BYTES, maxBytes - total + 1, MAX_INPUT_BYTES);
-      const chunk = Buffer.allocUnsafe(want);
-      const { bytesRead } = await handle.read(chunk, 0, want, null);
+      // One read of a regular file's size, then (it may have grown) chunks until its end.
+      const whole = stat.isFile() && total < stat.size;
+      const want = Math.min(whole ? stat.size - total : CHUNK_BYTES, maxBytes - total + 1);
+      const target = whole ? Buffer.allocUnsafe(want) : (scratch ??= Buffer.allocUnsafe(CHUNK_BYTES));
+      const { bytesRead } = await handle.read(target, 0, want, null);
       if (bytesRead === 0) break;
       total += bytesRead;
       if (total > maxBytes) throw tooLarge();
-      chunks.push(bytesRead === want ? chunk : chunk.subarray(0, bytesRead));
+      chunks.push(target === scratch ? Buffer.from(target.subarray(0, bytesRead)) : target.subarray(0, bytesRead));
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
   } catch (err) {
