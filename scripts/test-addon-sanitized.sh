@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=build/addon-sanitized
+mkdir -p build
 # Release flags (-O3) come first; QENTROPY_SANITIZE's -O1 -g and the sanitizer flags follow.
 nice npx cmake-js compile --out "$out" --CDQENTROPY_SANITIZE=ON >"$out.log" 2>&1 || {
   tail -40 "$out.log" >&2
