@@ -13,11 +13,14 @@
 #   chromium                   the real browser the quality page's tests drive (playwright-core)
 #   g++-aarch64-linux-gnu      cross-compiles the linux-arm64 prebuild (npm run prebuild)
 #   qemu-user-static           runs that arm64 prebuild under Node for arm64 in the tests
+#   clang libclang-rt-14-dev   libFuzzer and its sanitizer runtimes for the fuzz targets
+#                              (scripts/test-fuzz.sh, docs/fuzzing.md; clang 14 is Debian 12's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
-          g++-aarch64-linux-gnu qemu-user-static)
+          g++-aarch64-linux-gnu qemu-user-static
+          clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

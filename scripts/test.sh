@@ -19,6 +19,12 @@ step "native tests"
 bash scripts/test-native.sh 2>&1 | tee "$report/native.log"
 [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 
+# Fuzz targets (QENTROPY_FUZZ_SECONDS each, default 60) and the addon under ASan/UBSan
+# (docs/fuzzing.md); added by issue 26 item 10.
+step "fuzz targets and the sanitized addon"
+bash scripts/test-fuzz.sh || status=1
+bash scripts/test-addon-sanitized.sh || status=1
+
 step "prebuilds (linux-x64, linux-arm64)"
 npm run prebuild || status=1
 

@@ -1,5 +1,6 @@
 // `qentropy ea` and the SP 800-90B assessment from TypeScript, against NIST's own reference
 // outputs in ../shared/vectors/sp800-90b (every value to 1e-6, NIST's self-test tolerance).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -239,6 +240,47 @@ describe('bad input: one line, exit 2', () => {
 
   it('the library rejects with EaInputError', async () => {
     await expect(assessBytes(new Uint8Array(0))).rejects.toBeInstanceOf(EaInputError);
+  });
+
+  // The real limit is 2 GiB - 1 (what fs.readFile reads from a regular file); these tests
+  // lower it so they need not read 2 GiB.
+  async function withInputLimit<T>(bytes: number, run: () => Promise<T>): Promise<T> {
+    process.env.QENTROPY_EA_MAX_INPUT_BYTES = String(bytes);
+    try {
+      return await run();
+    } finally {
+      delete process.env.QENTROPY_EA_MAX_INPUT_BYTES;
+    }
+  }
+
+  it('an endless device (/dev/zero) is read only up to the limit', async () => {
+    await withInputLimit(1 << 20, () => expectRejected(['/dev/zero'], /^qentropy: \/dev\/zero: more than 1048576 bytes, the most one assessment reads$/m));
+    await expect(assessFile('/dev/zero', { maxInputBytes: 65_536 })).rejects.toThrow(/more than 65536 bytes/);
+  });
+
+  it('a regular file over the limit, and a bad limit', async () => {
+    const file = path.join(vectors, 'rand8_short.bin'); // 10,000 bytes
+    await withInputLimit(9_999, () => expectRejected([file], /rand8_short\.bin: more than 9999 bytes/));
+    await withInputLimit(0, () => expectRejected([file], /QENTROPY_EA_MAX_INPUT_BYTES must be an integer from 1 to 2147483647, not '0'/));
+    await expect(assessFile(file, { maxInputBytes: 2 ** 31 })).rejects.toThrow(/input limit must be an integer/);
+  });
+
+  it('a FIFO is read to its end, like the same bytes in a file', async () => {
+    const file = path.join(vectors, 'rand8_short.bin');
+    const fifo = path.join(tmp, 'samples.fifo');
+    execFileSync('mkfifo', ['-m', '600', fifo]);
+    const writer = new Promise<void>((resolve, reject) => {
+      const out = fs.createWriteStream(fifo);
+      out.on('error', reject).on('finish', resolve);
+      out.end(fs.readFileSync(file));
+    });
+    const opts = { track: 'iid' as const, shuffles: 20 };
+    // Exactly at the limit is allowed.
+    const [fromFifo] = await Promise.all([assessFile(fifo, { ...opts, maxInputBytes: 10_000 }), writer]);
+    // The shuffles are random: compare everything but their counts.
+    const deterministic = (r: object) => JSON.stringify(r, (key, value: unknown) => (key === 'counts' ? undefined : value));
+    expect(deterministic(fromFifo)).toBe(deterministic(await assessFile(file, opts)));
+    expect(fromFifo.samples).toBe(10_000);
   });
 });
 

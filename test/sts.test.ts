@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
   aperiodicTemplates,
+  inspectSequenceFile,
   runBattery,
   runBatteryOnFile,
   runTest,
@@ -136,10 +137,107 @@ describe('qentropy sts', () => {
     fs.writeFileSync(file, data);
     const opts = { tests: ['frequency', 'runs', 'serial'] as const, params: { serial_m: 5 } };
     const whole = await runBattery(data, { ...opts, streams: 40 });
-    const chunked = await runBatteryOnFile(file, { ...opts, format: 'binary', bits: 10_000, chunkBits: 80_000 });
+    // 10,000 bits is not a multiple of 32: contiguous reading, so the sequences are the buffer's.
+    const chunked = await runBatteryOnFile(file, { ...opts, format: 'binary', bits: 10_000, chunkBits: 80_000, contiguous: true });
     expect(chunked.streams).toBe(40);
     expect(chunked.sequences).toEqual(whole.sequences);
     expect(chunked.summary).toEqual(whole.summary);
+  });
+
+  describe('binary sequences whose length is not a multiple of 32 bits', () => {
+    // NIST's assess reads binary files 4 bytes at a time (readHexDigitsInBinaryFormat), so
+    // each sequence starts on a 32-bit word and the rest of its last word is skipped. The
+    // expected P-values below come from NIST's sts-2.1.2 assess (gcc 12, built unchanged)
+    // run on strideFile()'s bytes: `assess 100008` / `assess 20003`, input file, tests
+    // 111100000000000 (frequency, block frequency, cumulative sums, runs), default
+    // parameters, 3 / 10 bitstreams, input mode 1 (binary); results.txt of each test.
+    const nist: Record<number, { streams: number; tests: Record<string, number[]> }> = {
+      100008: {
+        streams: 3,
+        tests: {
+          frequency: [0.254964, 0.644315, 0.414595],
+          block_frequency: [0.887367, 0.655258, 0.281488],
+          cumulative_sums: [0.30219, 0.443981, 0.811909, 0.969292, 0.493228, 0.105923],
+          runs: [0.139494, 0.15494, 0.123824],
+        },
+      },
+      20003: {
+        streams: 10,
+        tests: {
+          frequency: [0.045396, 0.8486, 0.938006, 0.586145, 0.793622, 0.538464, 0.339819, 0.172374, 0.707855, 0.645814],
+          block_frequency: [0.444355, 0.605724, 0.879341, 0.363586, 0.414131, 0.660497, 0.391225, 0.928758, 0.002986, 0.232036],
+          // forward, reverse of each sequence in turn (assess writes them in this order)
+          cumulative_sums: [
+            0.064327, 0.057808, 0.875637, 0.704373, 0.967565, 0.964585, 0.458112, 0.645021, 0.730945, 0.939497, 0.193194,
+            0.58733, 0.574833, 0.327244, 0.204812, 0.344664, 0.226474, 0.452705, 0.815676, 0.581065,
+          ],
+          runs: [0.205546, 0.042407, 0.859728, 0.850241, 0.576122, 0.442471, 0.776822, 0.415552, 0.577129, 0.520917],
+        },
+      },
+    };
+    const tests = ['frequency', 'block_frequency', 'cumulative_sums', 'runs'] as const;
+
+    /** 37,512 deterministic bytes: SHA-256 of 'qentropy sts stride ' + a 32-bit big-endian counter, concatenated. */
+    function strideFile(): string {
+      const out = Buffer.alloc(37_512);
+      for (let i = 0; i * 32 < out.length; i++) {
+        const counter = Buffer.alloc(4);
+        counter.writeUInt32BE(i);
+        crypto.createHash('sha256').update('qentropy sts stride ').update(counter).digest().copy(out, i * 32);
+      }
+      const file = path.join(tmp, 'stride.bin');
+      fs.writeFileSync(file, out);
+      return file;
+    }
+
+    function flatten(result: BatteryResult, test: string): number[] {
+      return result.sequences.flatMap((s) => s.tests[test as keyof typeof s.tests] as number[]);
+    }
+
+    for (const bits of [100008, 20003]) {
+      it(`gives NIST assess's P-values for ${nist[bits]!.streams} sequences of ${bits} bits, in one chunk and in several`, async () => {
+        const file = strideFile();
+        const { streams } = nist[bits]!;
+        for (const chunkBits of [undefined, 8 * bits]) {
+          const result = await runBatteryOnFile(file, { format: 'binary', bits, streams, tests, ...(chunkBits ? { chunkBits } : {}) });
+          for (const test of tests) {
+            const ours = flatten(result, test);
+            expect(ours.length, test).toBe(nist[bits]!.tests[test]!.length);
+            ours.forEach((p, i) => expect(Math.abs(p - nist[bits]!.tests[test]![i]!), `${test} #${i}`).toBeLessThanOrEqual(5e-7));
+          }
+        }
+      });
+    }
+
+    it('reads them back to back with --contiguous, and says how many bits word-aligned sequences need', async () => {
+      const file = strideFile();
+      const data = fs.readFileSync(file);
+      const contiguous = await runBatteryOnFile(file, { format: 'binary', bits: 20003, streams: 10, tests, contiguous: true });
+      const buffer = await runBattery(data.subarray(0, Math.ceil((10 * 20003) / 8)), { streams: 10, bitsPerStream: 20003, tests: [...tests] });
+      expect(contiguous.sequences).toEqual(buffer.sequences);
+      // 37,512 bytes hold 15 sequences of 20,003 bits back to back, 14 word-aligned ones.
+      expect((await runBatteryOnFile(file, { format: 'binary', bits: 20003, tests: ['frequency'] })).streams).toBe(14);
+      expect((await runBatteryOnFile(file, { format: 'binary', bits: 20003, tests: ['frequency'], contiguous: true })).streams).toBe(15);
+      const { code, stderr } = await cli(['sts', file, '--format', 'binary', '--bits', '20003', '--streams', '15', '--tests', 'frequency']);
+      expect(code).toBe(2);
+      expect(stderr.trim()).toMatch(/holds 300096 bits; 15 sequence\(s\) of 20003 bits need 300451$/);
+      const ok = await cli(['sts', file, '--format', 'binary', '--bits', '20003', '--streams', '15', '--tests', 'frequency', '--contiguous', '--json']);
+      expect(ok.code).toBe(0);
+    });
+
+    it('without --bits, picks the longest length of which the file holds M word-aligned sequences', async () => {
+      const file = path.join(tmp, 'eight-thousand-bits.bin');
+      fs.writeFileSync(file, crypto.randomBytes(1000));
+      // 2,666 bits (8,000 / 3) would need 2 x 2,688 + 2,666 = 8,042; 2,656 = 83 words fits exactly 7,968.
+      expect(await inspectSequenceFile(file, { format: 'binary', streams: 3 })).toEqual({
+        format: 'binary',
+        totalBits: 8000,
+        bits: 2656,
+        streams: 3,
+        strideBits: 2656,
+      });
+      expect((await inspectSequenceFile(file, { format: 'binary', streams: 3, contiguous: true })).bits).toBe(2666);
+    });
   });
 
   it('reads ASCII with any whitespace, in chunks, like the packed bytes', async () => {
@@ -166,6 +264,8 @@ describe('qentropy sts', () => {
       [['sts', dataSha1, '--param', 'serial_k=3'], /unknown parameter 'serial_k'/],
       [['sts', dataSha1, '--param', 'serial_m'], /--param takes name=value/],
       [['sts', dataSha1, '--format', 'hex'], /--format must be binary or ascii/],
+      // Files are streamed in chunks of whole sequences; an endless device is refused, not read.
+      [['sts', '/dev/zero'], /\/dev\/zero: not a regular file/],
       [['sts', dataSha1, '--param', 'non_overlapping_template_m=30'], /2\.\.21/],
     ];
     for (const [args, message] of cases) {

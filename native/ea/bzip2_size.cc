@@ -752,7 +752,14 @@ inline __attribute__((always_inline)) void mtf_indices_body(const uint8_t* symbo
     splat[s] = Lanes{} + static_cast<int8_t>(s);
   }
   auto step = [&clear, &splat](Lanes& position, uint8_t s) {
+#if defined(__clang__)
+    // clang has no variable-index shuffle builtin; the broadcast of lane s is the same
+    // vector (the fuzz build uses clang, docs/fuzzing.md).
+    const Lanes here = Lanes{} + position[s];
+    (void)splat;
+#else
     const Lanes here = __builtin_shuffle(position, splat[s]);
+#endif
     // Lane s is cleared off the chain through `here`; it compares equal, so it stays 0.
     position = (position & clear[s]) - (position < here);  // true lanes are -1: adds one
     return static_cast<uint8_t>(here[0]);

@@ -1,8 +1,7 @@
 // SP 800-90B entropy assessment of a data set (docs/ea.md): the non-IID track, the IID track
 // and the restart tests, computed natively off the event loop.
-import fs from 'node:fs/promises';
-
 import { eaAddon, type NativeAssessment } from './native.js';
+import { InputReadError, MAX_INPUT_BYTES, readInput } from './read-input.js';
 
 /** JSON keys of the ten non-IID estimators, in SP 800-90B order (§6.3.1-10). */
 export const ESTIMATORS = [
@@ -36,6 +35,8 @@ export interface AssessOptions {
   /** Permutation-test shuffles (default 10,000, SP 800-90B §5.1). */
   shuffles?: number;
   onProgress?: (done: number, total: number) => void;
+  /** assessFile: the most bytes read from the file (default and upper bound 2 GiB - 1); a longer input is refused. */
+  maxInputBytes?: number;
 }
 
 /** Bad input: the message is one line meant for the user. */
@@ -131,14 +132,21 @@ export async function assessBytes(data: Uint8Array, options: AssessOptions = {})
   }
 }
 
-/** Assesses a file of samples, one per byte (the format of NIST's tools). */
+/**
+ * Assesses a file of samples, one per byte (the format of NIST's tools). The file may also
+ * be a FIFO, pipe or device, read to its end; at most options.maxInputBytes are read.
+ */
 export async function assessFile(file: string, options: AssessOptions = {}): Promise<NativeAssessment> {
+  const max = options.maxInputBytes ?? MAX_INPUT_BYTES;
+  if (!Number.isSafeInteger(max) || max < 1 || max > MAX_INPUT_BYTES) {
+    throw new EaInputError(`the input limit must be an integer from 1 to ${MAX_INPUT_BYTES}, not ${max}`);
+  }
   let data: Buffer;
   try {
-    data = await fs.readFile(file);
+    data = await readInput(file, max);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new EaInputError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    if (err instanceof InputReadError) throw new EaInputError(err.message);
+    throw err;
   }
   if (data.length === 0) throw new EaInputError(`${file} is empty`);
   try {

@@ -1,6 +1,9 @@
 // Sequence files for the battery, read as a stream: raw binary (most significant bit of
 // each byte first, NIST's input mode 1) or ASCII '0'/'1' characters with any whitespace
-// (NIST's mode 0, e.g. data.e). A file of any size is tested in chunks of whole sequences,
+// (NIST's mode 0, e.g. data.e). Binary sequences start where NIST's assess starts them: it
+// reads whole 4-byte words, so a sequence whose length is not a multiple of 32 bits leaves
+// the rest of its last word unread and the next sequence starts on the next word
+// (`contiguous` reads them back to back instead). A file of any size is tested in chunks of whole sequences,
 // so memory stays near one chunk (about 16 MiB of packed bits) plus the P-values, never
 // the file: a 1 GB ASCII file needs about 20 MB.
 import fs from 'node:fs';
@@ -27,6 +30,11 @@ export interface SequenceFileOptions {
   streams?: number;
   /** Bits per chunk held in memory (default 2^27 = 16 MiB packed); whole sequences, at least 8 per chunk. */
   chunkBits?: number;
+  /**
+   * Binary only: read sequences back to back. By default each sequence starts on a 32-bit
+   * word, as NIST's assess reads them (the rest of a sequence's last word is skipped).
+   */
+  contiguous?: boolean;
 }
 
 export interface SequenceFileLayout {
@@ -35,6 +43,8 @@ export interface SequenceFileLayout {
   totalBits: number;
   bits: number;
   streams: number;
+  /** Bits from one sequence's start to the next in the file: `bits`, or `bits` rounded up to 32 (binary, assess's reading). */
+  strideBits: number;
 }
 
 export interface SequenceChunk {
@@ -121,14 +131,26 @@ export async function inspectSequenceFile(path: string, options: SequenceFileOpt
     throw new StsInputError('the number of sequences (--streams) must be a positive integer');
   }
   // Without --bits: NIST's 1,000,000, or less when the file cannot hold M of them.
-  const bits = wantBits ?? Math.min(DEFAULT_SEQUENCE_BITS, Math.floor(totalBits / (wantStreams ?? 1)));
-  const streams = wantStreams ?? Math.floor(totalBits / bits);
-  if (bits < 1 || streams < 1 || streams * bits > totalBits) {
+  const wordAligned = format === 'binary' && !options.contiguous;
+  const strideOf = (n: number) => (wordAligned ? Math.ceil(n / 32) * 32 : n);
+  const bits = wantBits ?? defaultBits(totalBits, wantStreams ?? 1, strideOf);
+  const strideBits = strideOf(bits);
+  const bitsFor = (m: number) => (m - 1) * strideBits + bits;
+  const streams = wantStreams ?? (bits > totalBits ? 0 : Math.floor((totalBits - bits) / strideBits) + 1);
+  if (bits < 1 || streams < 1 || bitsFor(streams) > totalBits) {
     throw new StsInputError(
-      `${path}: holds ${totalBits} bits; ${wantStreams ?? 1} sequence(s) of ${bits} bits need ${(wantStreams ?? 1) * bits}`,
+      `${path}: holds ${totalBits} bits; ${wantStreams ?? 1} sequence(s) of ${bits} bits need ${bitsFor(wantStreams ?? 1)}`,
     );
   }
-  return { format, totalBits, bits, streams };
+  return { format, totalBits, bits, streams, strideBits };
+}
+
+/** NIST's 1,000,000 bits, or the longest length of which the file holds `streams` sequences. */
+function defaultBits(totalBits: number, streams: number, strideOf: (n: number) => number): number {
+  let bits = Math.min(DEFAULT_SEQUENCE_BITS, Math.floor(totalBits / streams));
+  // Word-aligned sequences take up to 31 bits more each: shorten until they fit.
+  while (bits > 1 && (streams - 1) * strideOf(bits) + bits > totalBits) bits--;
+  return bits;
 }
 
 /** Sequences per chunk: about chunkBits bits, a multiple of 8 sequences so chunks start on a byte. */
@@ -151,19 +173,21 @@ async function* readChunks(path: string, layout: SequenceFileLayout, chunkBits?:
   const perChunk = streamsPerChunk(layout.bits, layout.streams, chunkBits);
   if (layout.format === 'binary') {
     const handle = await openForReading(path);
+    const { bits, strideBits } = layout;
     try {
       for (let first = 0; first < layout.streams; first += perChunk) {
         const streams = Math.min(perChunk, layout.streams - first);
-        const bitCount = streams * layout.bits;
-        // first x bits is a multiple of 8 (perChunk is, or this is the only chunk).
-        const start = (first * layout.bits) / 8;
-        const data = Buffer.alloc(Math.ceil(bitCount / 8));
+        const bitCount = streams * bits;
+        // first x stride is a multiple of 8 (perChunk is, or this is the only chunk).
+        const start = (first * strideBits) / 8;
+        const raw = Buffer.alloc(Math.ceil(((streams - 1) * strideBits + bits) / 8));
         let got = 0;
-        while (got < data.length) {
-          const { bytesRead } = await handle.read(data, got, data.length - got, start + got);
+        while (got < raw.length) {
+          const { bytesRead } = await handle.read(raw, got, raw.length - got, start + got);
           if (bytesRead === 0) throw new StsInputError(`${path}: file ended early (was it truncated while reading?)`);
           got += bytesRead;
         }
+        const data = strideBits === bits ? raw : packStreams(raw, streams, bits, strideBits);
         const tail = bitCount % 8;
         if (tail) data[data.length - 1]! &= (0xff << (8 - tail)) & 0xff;
         yield { firstStream: first, streams, data, bitCount };
@@ -202,6 +226,36 @@ async function* readChunks(path: string, layout: SequenceFileLayout, chunkBits?:
     offset += piece.length;
   }
   throw new StsInputError(`${path}: file ended early (was it changed while reading?)`);
+}
+
+/**
+ * Packs `streams` sequences of `bits` bits that start every `strideBits` bits of `raw` (a
+ * multiple of 8) into one back-to-back buffer, as the battery takes them.
+ */
+function packStreams(raw: Buffer, streams: number, bits: number, strideBits: number): Buffer {
+  const out = Buffer.alloc(Math.ceil((streams * bits) / 8));
+  const whole = bits >> 3;
+  for (let s = 0; s < streams; s++) {
+    const from = (s * strideBits) >> 3;
+    const to = s * bits; // bit offset in out
+    const shift = to & 7;
+    const at = to >> 3;
+    const bytes = whole + (bits & 7 ? 1 : 0);
+    if (shift === 0) {
+      // Bits past the sequence in its last byte are overwritten by the next sequence, or masked by the caller.
+      raw.copy(out, at, from, from + bytes);
+      if (bits & 7 && s + 1 < streams) out[at + whole]! &= (0xff << (8 - (bits & 7))) & 0xff;
+      continue;
+    }
+    // Not byte-aligned in out: each source byte straddles two output bytes.
+    for (let i = 0; i < bytes; i++) {
+      let b = raw[from + i]!;
+      if (i === whole) b &= (0xff << (8 - (bits & 7))) & 0xff; // drop bits past the sequence
+      out[at + i]! |= b >> shift;
+      if (at + i + 1 < out.length) out[at + i + 1]! |= (b << (8 - shift)) & 0xff;
+    }
+  }
+  return out;
 }
 
 export interface RunFileOptions extends SequenceFileOptions {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import type { Command } from 'commander';
 
 import { assessFile, EaInputError, formatText, toJson, type Track } from '../../ea/index.js';
+import { MAX_INPUT_BYTES } from '../../ea/read-input.js';
 import { CliError } from '../errors.js';
 import { progressBar } from '../progress.js';
 
@@ -38,6 +39,16 @@ function trackOf(opts: EaCliOptions): Track {
   return chosen[0] ?? 'non-iid';
 }
 
+/** QENTROPY_EA_MAX_INPUT_BYTES lowers the 2 GiB input limit (docs/ea.md). */
+function maxInputBytesFromEnv(): number | undefined {
+  const raw = process.env.QENTROPY_EA_MAX_INPUT_BYTES;
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_INPUT_BYTES) {
+    throw new CliError(`QENTROPY_EA_MAX_INPUT_BYTES must be an integer from 1 to ${MAX_INPUT_BYTES}, not '${raw}'`, 2);
+  }
+  return Number(raw);
+}
+
 async function runEaCommand(file: string, opts: EaCliOptions): Promise<void> {
   const bitsPerSymbol = opts.bitsPerSymbol === undefined ? undefined : integerOption('--bits-per-symbol', opts.bitsPerSymbol, 1, 8);
   const threads = opts.threads === undefined ? os.availableParallelism() : integerOption('--threads', opts.threads, 1, 1024);
@@ -50,9 +61,11 @@ async function runEaCommand(file: string, opts: EaCliOptions): Promise<void> {
     }
     if (track === 'both') throw new CliError('--restart assesses one track: use --iid or --non-iid with it', 2);
   }
+  const maxInputBytes = maxInputBytesFromEnv();
   const bar = opts.progress !== false && process.stderr.isTTY === true ? progressBar(process.stderr, 'ea') : undefined;
   try {
     const result = await assessFile(file, {
+      ...(maxInputBytes !== undefined ? { maxInputBytes } : {}),
       ...(bitsPerSymbol !== undefined ? { bitsPerSymbol } : {}),
       track,
       conditioned: opts.conditioned ?? false,

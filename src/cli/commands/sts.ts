@@ -1,6 +1,6 @@
 // `qentropy sts FILE`: the NIST SP 800-22 battery on a file, like NIST's `assess` but
 // fast and non-interactive (docs/sts.md).
-//   qentropy sts FILE [--format binary|ascii] [--bits N] [--streams M] [--tests LIST]
+//   qentropy sts FILE [--format binary|ascii] [--bits N] [--streams M] [--contiguous] [--tests LIST]
 //                [--param k=v]... [--threads T] [--json] [--html FILE]
 // Prints a report shaped like NIST's finalAnalysisReport.txt (or JSON, product.md §5.4);
 // a progress bar on stderr when it is a terminal; --html also writes the run as one
@@ -22,6 +22,7 @@ interface StsCliOptions {
   format?: string;
   bits?: number;
   streams?: number;
+  contiguous?: boolean;
   tests?: string;
   param: string[];
   threads?: number;
@@ -93,6 +94,7 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
       ...(opts.format ? { format: opts.format as 'binary' | 'ascii' } : {}),
       ...(opts.bits !== undefined ? { bits: opts.bits } : {}),
       ...(opts.streams !== undefined ? { streams: opts.streams } : {}),
+      ...(opts.contiguous ? { contiguous: true } : {}),
       ...(tests ? { tests } : {}),
       params,
       threads,
@@ -146,6 +148,7 @@ export function registerSts(program: Command): void {
     .option('--format <format>', 'binary or ascii (default: detected from the first 64 KiB)')
     .option('--bits <n>', 'bits per sequence (default 1000000, or less when the file is shorter)', positiveInteger('--bits'))
     .option('--streams <m>', 'number of sequences (default: as many as the file holds)', positiveInteger('--streams'))
+    .option('--contiguous', "binary: read sequences back to back (default: each starts on a 32-bit word, as NIST's assess reads them)")
     .option('--tests <list>', `comma-separated tests (names or NIST numbers 1..15; default all)`)
     .option('--param <name=value>', `a test parameter, repeatable: ${PARAM_NAMES.join(', ')}`, collect, [])
     .option('--threads <t>', 'worker threads (default: every core)', positiveInteger('--threads', 1024))
