@@ -169,13 +169,20 @@ __attribute__((target("avx512f"))) void apply_avx512_registers(uint64_t* dc, uin
     }
     // Words below `from` of D_C and D_B are updated too: their bits lie below every step
     // still to come and are never read as meaningful again (berlekamp_massey.h).
-    b[kj] = _mm512_mask_set1_epi64(b[kj], klane, static_cast<long long>(u.db_word));
     const __m128i up = _mm_cvtsi32_si128(static_cast<int>(u.shift));
     const __m128i down = _mm_cvtsi32_si128(static_cast<int>(64 - u.shift));
     const auto grow = static_cast<__mmask8>(u.grow ? 0xff : 0);
-    // Registers wholly below word k hold nothing that matters any more.
-    __m512i below = kj == 0 ? _mm512_setzero_si512() : b[kj - 1];
-    for (int j = kj; j < R; ++j) {
+    const __m512i dbk = _mm512_set1_epi64(static_cast<long long>(u.db_word));
+    // Registers wholly below word k hold nothing that matters any more. (Indices stay
+    // compile-time constants so that c and b live in registers.)
+    __m512i below = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int j = 0; j < R; ++j) {
+      if (j == kj) b[j] = _mm512_mask_mov_epi64(b[j], klane, dbk);
+      if (j < kj) {
+        below = b[j];
+        continue;
+      }
       const __m512i lo = _mm512_alignr_epi64(b[j], below, 7);  // each word's next lower word
       below = b[j];
       const __m512i sh = _mm512_or_si512(_mm512_sll_epi64(b[j], up), _mm512_srl_epi64(lo, down));
