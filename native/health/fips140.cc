@@ -1,5 +1,7 @@
 #include "health/fips140.h"
 
+#include "common/cpu.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -63,19 +65,7 @@ inline uint64_t bits_from(const BitBlock& b, size_t pos) {
   return r == 0 ? b[q] : (b[q] >> r) | (b[q + 1] << (64 - r));
 }
 
-// out[i] = a[i] & b[i + shift]: bit i of out says a run of a's kind starting at i is
-// followed, `shift` bits on, by one of b's kind.
-inline void and_shifted(BitBlock& out, const BitBlock& a, const BitBlock& b, size_t shift) {
-  for (size_t w = 0; w < kWords; ++w) out[w] = a[w] & bits_from(b, 64 * w + shift);
-}
-
-inline bool any(const BitBlock& b) {
-  uint64_t acc = 0;
-  for (size_t w = 0; w < kWords; ++w) acc |= b[w];
-  return acc != 0;
-}
-
-inline uint32_t ones_in(const BitBlock& b) {
+QE_POPCNT_CLONES uint32_t ones_in(const BitBlock& b) {
   uint32_t n = 0;
   for (size_t w = 0; w < kWords; ++w) n += static_cast<uint32_t>(std::popcount(b[w]));
   return n;
@@ -83,52 +73,43 @@ inline uint32_t ones_in(const BitBlock& b) {
 
 // Runs of set bits in `y` (zero past the block): counts of lengths 1..5 and 6+, and the
 // longest. A run of length >= k starts at bit i when i starts a run (y_i set, y_(i-1)
-// clear) and y_i .. y_(i+k-1) are all set.
-void runs_of(const BitBlock& y, std::array<uint32_t, 6>& counts, uint32_t& longest) {
-  BitBlock start{}, at_least{}, next{};
-  uint64_t carry = 0;
-  for (size_t w = 0; w < kWords; ++w) {
-    start[w] = y[w] & ~((y[w] << 1) | carry);
-    carry = y[w] >> 63;
-  }
-  at_least = y;  // bit i: y_i .. y_(i+k-1) all set, for k = 1 first
+// clear) and y_i .. y_(i+k-1) are all set: for each word, five shifted ANDs and six
+// popcounts. The longest run is measured from each start of a run of 6 or more (a few
+// dozen per block), or is the longest of the short ones.
+QE_POPCNT_CLONES void runs_of(const BitBlock& y, std::array<uint32_t, 6>& counts, uint32_t& longest) {
   uint32_t ge[7] = {};
-  for (size_t k = 1; k <= 6; ++k) {
-    if (k > 1) {
-      and_shifted(next, at_least, y, k - 1);
-      at_least = next;
+  uint64_t carry = 0;
+  size_t longest_run = 0;
+  for (size_t w = 0; w < kWords; ++w) {
+    const uint64_t x0 = y[w], x1 = y[w + 1];
+    const uint64_t start = x0 & ~((x0 << 1) | carry);
+    carry = x0 >> 63;
+    uint64_t at_least = x0;  // bit i: y_i .. y_(i+k-1) all set
+    ge[1] += static_cast<uint32_t>(std::popcount(start));
+    for (unsigned t = 1; t <= 5; ++t) {
+      at_least &= (x0 >> t) | (x1 << (64 - t));
+      ge[t + 1] += static_cast<uint32_t>(std::popcount(start & at_least));
     }
-    BitBlock s;
-    for (size_t w = 0; w < kWords; ++w) s[w] = start[w] & at_least[w];
-    ge[k] = ones_in(s);
+    for (uint64_t long_starts = start & at_least; long_starts != 0; long_starts &= long_starts - 1) {
+      const size_t from = 64 * w + static_cast<size_t>(std::countr_zero(long_starts));
+      size_t len = 0;
+      for (;;) {
+        const uint64_t v = bits_from(y, from + len);
+        if (v != ~uint64_t{0}) {
+          len += static_cast<size_t>(std::countr_one(v));
+          break;
+        }
+        len += 64;
+      }
+      longest_run = std::max(longest_run, len);
+    }
   }
   for (size_t k = 1; k <= 5; ++k) counts[k - 1] = ge[k] - ge[k + 1];
   counts[5] = ge[6];
-  // The longest run: the largest k with some y_i .. y_(i+k-1) all set, found by doubling
-  // k while such a stretch exists, then halving the step.
-  if (!any(y)) {
-    longest = 0;
-    return;
-  }
-  BitBlock cur = y;  // stretches of `len` set bits
-  size_t len = 1;
-  std::vector<BitBlock> powers{y};  // powers[j]: stretches of 2^j set bits
-  for (;;) {
-    and_shifted(next, cur, cur, len);
-    if (!any(next)) break;
-    cur = next;
-    len *= 2;
-    powers.push_back(cur);
-  }
-  for (size_t j = powers.size() - 1; j-- > 0;) {
-    const size_t step = size_t{1} << j;
-    and_shifted(next, cur, powers[j], len);
-    if (any(next)) {
-      cur = next;
-      len += step;
-    }
-  }
-  longest = static_cast<uint32_t>(len);
+  if (longest_run == 0)
+    for (size_t k = 1; k <= 5; ++k)
+      if (ge[k] > 0) longest_run = k;
+  longest = static_cast<uint32_t>(longest_run);
 }
 
 }  // namespace
@@ -166,7 +147,7 @@ void Tester::count_bit_by_bit(const uint8_t* block, BlockReport& report) {
 }
 
 // The same counts on 64 bits at a time: ones by popcount, runs by shifted ANDs.
-void Tester::count_word_parallel(const uint8_t* block, BlockReport& report) {
+QE_POPCNT_CLONES void Tester::count_word_parallel(const uint8_t* block, BlockReport& report) {
   std::array<uint32_t, 16> nibbles{};
   // Four histograms, so consecutive bytes do not wait on each other's increments.
   std::array<std::array<uint32_t, 16>, 4> h{};
