@@ -2,6 +2,7 @@
 #include "health/berlekamp_massey.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "common/cpu.h"
@@ -252,24 +253,39 @@ size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
     uint64_t dbk = db[k];   // word k of D_B
     size_t count = 0;
     const size_t end = std::min(nbits, 64 * k + 64);
-    for (size_t n = 64 * k; n < end; ++n) {
+    // Only steps with a discrepancy change anything but m, so the loop jumps from one set
+    // bit of D_C's word to the next (the bits above the current step change as it goes).
+    const size_t first = 64 * k;
+    size_t n = first;
+    for (;;) {
+      const unsigned j = static_cast<unsigned>(n - first);
+      const uint64_t rest = j < 64 ? cur >> j : 0;
+      if (rest == 0) {
+        m += end - n;
+        break;
+      }
+      const auto zeros = static_cast<size_t>(std::countr_zero(rest));
+      if (n + zeros >= end) {
+        m += end - n;
+        break;
+      }
+      n += zeros;
+      m += zeros;
+      // Step n has a discrepancy: C ^= x^m B, i.e. D_C ^= D_B shifted up by m.
       const auto q = static_cast<ptrdiff_t>(m >> 6);
       const uint64_t hi = q == 0 ? dbk : db[static_cast<ptrdiff_t>(k) - q];
       const uint64_t lo = db[static_cast<ptrdiff_t>(k) - q - 1];
       const auto s = static_cast<unsigned>(m & 63);
       const uint64_t sh = (hi << s) | ((lo >> 1) >> (63 - s));  // funnel(), without its branch
-      const uint64_t d = (cur >> (n & 63)) & 1;
-      // Branch-free with masks: the discrepancy is a coin flip on random data, and a
-      // mispredicted branch costs more than the whole step.
-      const uint64_t dmask = 0 - d;
-      const uint64_t gmask = dmask & (0 - static_cast<uint64_t>(2 * L <= n));
-      updates[count] = {static_cast<uint32_t>(m), static_cast<uint32_t>(gmask & 1), dbk};
-      count += d;
-      const uint64_t next = cur ^ (sh & dmask);
+      // Whether the length changes is a coin flip on random data: masks, not a branch.
+      const uint64_t gmask = 0 - static_cast<uint64_t>(2 * L <= n);
+      updates[count++] = {static_cast<uint32_t>(m), static_cast<uint32_t>(gmask & 1), dbk};
+      const uint64_t next = cur ^ sh;
       dbk ^= (dbk ^ cur) & gmask;
       L += gmask & (n + 1 - 2 * L);
       m = ((m + 1) & ~gmask) | (gmask & 1);
       cur = next;
+      ++n;
     }
     dc[k] = cur;
     if (count != 0 && k + 1 < words) apply(dc, db, k + 1, words, updates, count);
