@@ -90,7 +90,13 @@ std::pair<double, double> rngtest(const std::vector<uint8_t>& data) {
   const size_t at = out.find("FIPS tests speed");
   if (at != std::string::npos) {
     const size_t avg = out.find("avg=", at);
-    if (avg != std::string::npos) own = std::atof(out.c_str() + avg + 4) * 1048576.0 / 8.0 / 1e6;  // Mibit/s
+    const size_t unit = out.find(')', at);
+    if (avg != std::string::npos && unit != std::string::npos) {
+      // rngtest scales its unit: bits/s, Kibits/s, Mibits/s, Gibits/s.
+      const char prefix = out[unit + 1];
+      const double scale = prefix == 'K' ? 1024.0 : prefix == 'M' ? 1048576.0 : prefix == 'G' ? 1073741824.0 : 1.0;
+      own = std::atof(out.c_str() + avg + 4) * scale / 8.0 / 1e6;
+    }
   }
   return {own, cpu > 0 ? double(data.size()) / cpu / 1e6 : -1};
 }
