@@ -5,7 +5,6 @@
 // against the same server; the bound is generous and nothing depends on which timer
 // fires first.
 import { randomFill } from 'node:crypto';
-import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -15,7 +14,9 @@ import type { Db } from '../src/storage/db.js';
 import { call, FakeClock, makeToken, startTestServer, type TestServer } from './entropy-harness.js';
 import { SqliteTestEngine } from './helpers/databases.js';
 
-const fill = promisify(randomFill);
+function fill(buf: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => randomFill(buf, (err, filled) => (err ? reject(err) : resolve(filled))));
+}
 const MIB = 1024 * 1024;
 
 /** A fast raw source: fresh random bytes, generated on the thread pool. */
