@@ -9,12 +9,14 @@
 // BENCH_SOURCE=fifo: the raw source is instead a real `device:` source (DeviceSource) on a
 // FIFO that a generator process writes random bytes into as fast as it can (issue 30);
 // BENCH_CHUNK sets the filler's read size (default 64 KiB, the role's default).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { startFifoGenerator } from './fifo.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const mib = Number(process.env.BENCH_MIB ?? 64);
@@ -22,27 +24,14 @@ const runs = Number(process.env.BENCH_RUNS ?? 3);
 const fromFifo = process.env.BENCH_SOURCE === 'fifo';
 const chunk = Number(process.env.BENCH_CHUNK ?? 64 * 1024);
 
-// A FIFO and a process writing random bytes into it until the reader goes away.
+// A FIFO in a temp dir, with its generator process.
 function startFifo() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-fifo-'));
-  const fifo = path.join(dir, 'qrng');
-  execFileSync('mkfifo', ['-m', '0600', fifo]);
-  const generator = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const fs = require('fs'), crypto = require('crypto');
-       const fd = fs.openSync(process.argv[1], 'w');
-       const buf = Buffer.alloc(1 << 20);
-       for (;;) { crypto.randomFillSync(buf); try { fs.writeSync(fd, buf); } catch { process.exit(0); } }`,
-      fifo,
-    ],
-    { stdio: 'ignore' },
-  );
+  const generator = startFifoGenerator(dir);
   return {
-    fifo,
+    fifo: generator.fifo,
     stop() {
-      generator.kill('SIGKILL');
+      generator.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -12,12 +12,13 @@
 //                                                          the health gate (issue 30)
 // Prints "listening <port>" once ready. Both serve plain HTTP on 127.0.0.1, so the figures
 // compare request handling, not TLS.
-import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+
+import { startFifoGenerator } from './fifo.js';
 
 const [mode, sizeText, tokensFile] = process.argv.slice(2);
 const size = Number(sizeText);
@@ -73,20 +74,8 @@ if (mode === 'ceiling') {
   if (mode === 'service-device') {
     const { createSource, parseSourceSpec } = await import(new URL('sources/index.js', dist).href);
     const { createNativeTester } = await import(new URL('sources/native-tester.js', dist).href);
-    const fifo = path.join(dir, 'qrng');
-    execFileSync('mkfifo', ['-m', '0600', fifo]);
-    generator = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const fs = require('fs'), crypto = require('crypto');
-         const fd = fs.openSync(process.argv[1], 'w');
-         const buf = Buffer.alloc(1 << 20);
-         for (;;) { crypto.randomFillSync(buf); try { fs.writeSync(fd, buf); } catch { process.exit(0); } }`,
-        fifo,
-      ],
-      { stdio: 'ignore' },
-    );
+    generator = startFifoGenerator(dir);
+    const fifo = generator.fifo;
     source = createSource(parseSourceSpec(`device:${fifo}`), { createTester: () => createNativeTester(7.5) });
   }
   let pool;
@@ -132,7 +121,7 @@ if (mode === 'ceiling') {
     await app.close();
     await filler?.stop();
     await source.close();
-    generator?.kill('SIGKILL');
+    generator?.stop();
     await store.stopServing();
     await db.close();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/cpu.h"
+#include "health/bit_order.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -14,15 +15,6 @@
 
 namespace qe::bm {
 namespace {
-
-// Reverses the bits of each byte: the sequence is most significant bit first within a
-// byte, the bit vectors here are least significant bit first within a word.
-inline uint64_t reverse_bits_in_bytes(uint64_t v) {
-  v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
-  v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
-  v = ((v >> 4) & 0x0f0f0f0f0f0f0f0full) | ((v & 0x0f0f0f0f0f0f0f0full) << 4);
-  return v;
-}
 
 // Word w of (the bit vector `hi_word`/`lo_word` come from) shifted up by s bits, s < 64.
 inline uint64_t funnel(uint64_t hi_word, uint64_t lo_word, unsigned s) {
@@ -234,13 +226,7 @@ size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
   uint64_t* const dc = dc_.data();
   uint64_t* const db = db_.data() + pad;
   const size_t nbytes = (nbits + 7) / 8;
-  for (size_t w = 0; w < words; ++w) {
-    uint8_t bytes[8] = {};
-    std::memcpy(bytes, data + 8 * w, std::min<size_t>(8, nbytes - 8 * w));
-    uint64_t v;
-    std::memcpy(&v, bytes, 8);
-    dc[w] = reverse_bits_in_bytes(v);
-  }
+  for (size_t w = 0; w < words; ++w) dc[w] = health::sequence_word(data, nbytes, w);
   if (nbits % 64) dc[words - 1] &= (uint64_t{1} << (nbits % 64)) - 1;
   std::copy(dc, dc + words, db);
 

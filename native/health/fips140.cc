@@ -1,6 +1,7 @@
 #include "health/fips140.h"
 
 #include "common/cpu.h"
+#include "health/bit_order.h"
 
 #include <algorithm>
 #include <bit>
@@ -45,14 +46,6 @@ std::string BlockReport::describe() const {
 
 
 namespace {
-
-// Sequence bit i (most significant bit of each byte first) as bit i % 64 of word i / 64.
-inline uint64_t reverse_bits_in_bytes(uint64_t v) {
-  v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
-  v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
-  v = ((v >> 4) & 0x0f0f0f0f0f0f0f0full) | ((v & 0x0f0f0f0f0f0f0f0full) << 4);
-  return v;
-}
 
 constexpr size_t kWords = (kBlockBytes * 8 + 63) / 64;  // 313; the last holds 32 bits
 using BitBlock = std::array<uint64_t, kWords + 1>;     // one zero word past the end
@@ -159,11 +152,7 @@ QE_POPCNT_CLONES void Tester::count_word_parallel(const uint8_t* block, BlockRep
   for (size_t v = 0; v < 16; ++v) nibbles[v] = h[0][v] + h[1][v] + h[2][v] + h[3][v];
   BitBlock x{}, zeros{};
   for (size_t w = 0; w < kWords; ++w) {
-    uint8_t bytes[8] = {};
-    std::memcpy(bytes, block + 8 * w, std::min<size_t>(8, kBlockBytes - 8 * w));
-    uint64_t v;
-    std::memcpy(&v, bytes, 8);
-    x[w] = reverse_bits_in_bytes(v);
+    x[w] = health::sequence_word(block, kBlockBytes, w);
     zeros[w] = ~x[w];
   }
   zeros[kWords - 1] &= 0xffffffffull;  // 20,000 = 312 * 64 + 32
