@@ -6,20 +6,43 @@
 //   npm run build:ts && BENCH_BASELINE_DIST=/path/to/other/dist node benchmarks/entropy-service/fill.js
 // BENCH_BASELINE_DIST: the dist/ of the baseline (e.g. `git archive main` built with tsc);
 // QENTROPY_ADDON_PATH makes both use one addon. BENCH_MIB (default 64) per run, BENCH_RUNS (3).
+// BENCH_SOURCE=fifo: the raw source is instead a real `device:` source (DeviceSource) on a
+// FIFO that a generator process writes random bytes into as fast as it can (issue 30);
+// BENCH_CHUNK sets the filler's read size (default 64 KiB, the role's default).
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { startFifoGenerator } from './fifo.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const mib = Number(process.env.BENCH_MIB ?? 64);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
+const fromFifo = process.env.BENCH_SOURCE === 'fifo';
+const chunk = Number(process.env.BENCH_CHUNK ?? 64 * 1024);
+
+// A FIFO in a temp dir, with its generator process.
+function startFifo() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-fifo-'));
+  const generator = startFifoGenerator(dir);
+  return {
+    fifo: generator.fifo,
+    stop() {
+      generator.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 async function measure(dist) {
   const load = (p) => import(pathToFileURL(path.join(dist, p)).href);
   const { EntropyPool, PoolFiller } = await load('src/pool/index.js');
   const { HealthGatedSource } = await load('src/sources/index.js');
   const { createNativeTester } = await load('src/sources/native-tester.js');
+  const { DeviceSource } = await load('src/sources/device.js');
   // 16 MiB of random bytes with no run of 4 equal bytes (at H = 7.5 the RCT drops a block
   // holding one, about once per 16 MiB, which would only add noise to the figure).
   const data = crypto.randomBytes(16 * 1024 * 1024);
@@ -38,9 +61,14 @@ async function measure(dist) {
     },
     async close() {},
   };
-  const source = new HealthGatedSource(raw, { tester: createNativeTester(7.5) });
+  const fifo = fromFifo ? startFifo() : undefined;
+  const source = new HealthGatedSource(fifo ? new DeviceSource('device:fifo', fifo.fifo) : raw, { tester: createNativeTester(7.5) });
   const pool = new EntropyPool({ capacity: mib * 1024 * 1024 });
-  const filler = new PoolFiller(pool, source, { chunkSize: 64 * 1024 });
+  const filler = new PoolFiller(pool, source, { chunkSize: chunk });
+  if (fifo) {
+    // Start-up tests and the first reads before the clock starts.
+    await source.read(chunk);
+  }
   const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   filler.start();
@@ -48,6 +76,8 @@ async function measure(dist) {
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const used = process.cpuUsage(cpu);
   await filler.stop();
+  await source.close();
+  fifo?.stop();
   const health = source.health();
   if (health.state === 'failed') throw new Error(`source failed: ${health.message}`);
   const kib = pool.level / 1024;
@@ -72,7 +102,9 @@ if (process.argv[2] === '--child') {
   for (let run = 0; run < runs; run++) {
     for (const [name, dist] of contenders) results.get(name).push(await child(dist));
   }
-  console.log(`fill path, ${mib} MiB per run, ${runs} runs, 64 KiB reads through the health gate into the pool`);
+  console.log(
+    `fill path, ${mib} MiB per run, ${runs} runs, ${chunk / 1024} KiB reads ${fromFifo ? 'from a FIFO (device: source) ' : ''}through the health gate into the pool; load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+  );
   console.log('| build | MB/s per run | CPU µs per KiB per run | blocks failed |');
   console.log('|---|---|---|---|');
   for (const [name, rows] of results) {

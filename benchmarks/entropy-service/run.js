@@ -23,11 +23,17 @@ const targets = { 1: 0.5, 512: 0.7 };
 // At size=1 the source costs nothing worth measuring (1 KiB a request); at size=512 the
 // pre-filled pool separates the server's own work from generating 512 KiB of CSPRNG output
 // per request on the same cores.
-const modesFor = (size) => (size >= 64 ? ['service', 'service-prefilled', 'service-memory'] : ['service', 'service-memory']);
+// BENCH_MODES (comma-separated) picks some of them.
+const chosenModes = process.env.BENCH_MODES?.split(',');
+const modesFor = (size) =>
+  (size >= 64 ? ['service', 'service-prefilled', 'service-device', 'service-memory'] : ['service', 'service-memory']).filter(
+    (m) => !chosenModes || chosenModes.includes(m),
+  );
 const notes = {
   service: `as deployed: durable accounts on ${process.env.BENCH_STORAGE_URL ? 'PostgreSQL' : 'SQLite'}, getrandom filler running`,
   'service-prefilled': 'same, pool filled before the run (no source cost)',
   'service-memory': 'accounts in memory: HTTP + pool + encoder only',
+  'service-device': 'pool filled by device: on a FIFO fed by a generator process, through the health gate',
 };
 
 function startServer(args) {

@@ -6,6 +6,10 @@
 //                                                          the run and the filler stopped (no
 //                                                          source cost during the measurement)
 //   node server.js service-memory <size> <tokensFile>     accounts in memory (diagnostic)
+//   node server.js service-device <size> <tokensFile>     as `service`, but the pool is filled by a
+//                                                          `device:` source on a FIFO that a generator
+//                                                          process writes random bytes into, through
+//                                                          the health gate (issue 30)
 // Prints "listening <port>" once ready. Both serve plain HTTP on 127.0.0.1, so the figures
 // compare request handling, not TLS.
 import crypto from 'node:crypto';
@@ -13,6 +17,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+
+import { startFifoGenerator } from './fifo.js';
 
 const [mode, sizeText, tokensFile] = process.argv.slice(2);
 const size = Number(sizeText);
@@ -62,8 +68,16 @@ if (mode === 'ceiling') {
   }
   fs.writeFileSync(tokensFile, JSON.stringify(tokens), { mode: 0o600 });
 
-  const source = new GetrandomSource();
   const MiB = 1024 * 1024;
+  let generator;
+  let source = new GetrandomSource();
+  if (mode === 'service-device') {
+    const { createSource, parseSourceSpec } = await import(new URL('sources/index.js', dist).href);
+    const { createNativeTester } = await import(new URL('sources/native-tester.js', dist).href);
+    generator = startFifoGenerator(dir);
+    const fifo = generator.fifo;
+    source = createSource(parseSourceSpec(`device:${fifo}`), { createTester: () => createNativeTester(7.5) });
+  }
   let pool;
   let filler;
   if (mode === 'service-prefilled') {
@@ -77,6 +91,12 @@ if (mode === 'ceiling') {
       const parts = await Promise.all([0, 1].map(() => source.read(Math.min(16 * MiB, pool.room))));
       for (const part of parts) pool.put(part);
     }
+  } else if (mode === 'service-device') {
+    // As the role runs a device source: the filler's default read size.
+    pool = new EntropyPool({ capacity: 128 * MiB, lowWater: 96 * MiB });
+    filler = new PoolFiller(pool, source);
+    filler.start();
+    await pool.waitForLevel(pool.capacity);
   } else {
     pool = new EntropyPool({ capacity: 256 * MiB, lowWater: 192 * MiB });
     filler = new PoolFiller(pool, source, { chunkSize: 4 * MiB });
@@ -100,6 +120,8 @@ if (mode === 'ceiling') {
   process.on('SIGTERM', async () => {
     await app.close();
     await filler?.stop();
+    await source.close();
+    generator?.stop();
     await store.stopServing();
     await db.close();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -57,8 +57,15 @@ class Tester {
   BlockReport test_block(const uint8_t* block, size_t size);
   void reset();
   const Stats& stats() const { return stats_; }
+  // Counts ones and runs 64 bits at a time (the default), or bit by bit (for tests and
+  // benchmarks: the two give identical reports).
+  void use_word_parallel(bool on) { word_parallel_ = on; }
 
  private:
+  void count_word_parallel(const uint8_t* block, BlockReport& report);
+  void count_bit_by_bit(const uint8_t* block, BlockReport& report);
+  bool word_parallel_ = true;
+  int64_t poker_x5000_ = 0;
   bool have_previous_word_ = false;
   uint32_t previous_word_ = 0;
   Stats stats_;

@@ -1,9 +1,19 @@
 #include "health/health.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
+
+#include "common/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QE_HEALTH_X86 1
+#endif
 
 namespace qe::health {
 
@@ -178,9 +188,130 @@ void Tester::sample(uint32_t symbol, size_t block_offset, BlockResult& result) {
   clean_samples_ = bad ? 0 : clean_samples_ + 1;
 }
 
+namespace {
+
+// Bit i of the result (bits packed into 64-bit words, LSB first) is set when
+// data[i] == data[i + 1], for i < size - 1. `out` holds size / 64 + 1 words.
+void equal_neighbours_portable(const uint8_t* data, size_t size, uint64_t* out) {
+  std::fill(out, out + size / 64 + 1, 0);
+  for (size_t i = 0; i + 1 < size; ++i) out[i / 64] |= uint64_t{data[i] == data[i + 1]} << (i % 64);
+}
+
+size_t count_equal_portable(const uint8_t* data, size_t size, uint8_t value) {
+  size_t n = 0;
+  for (size_t i = 0; i < size; ++i) n += data[i] == value;
+  return n;
+}
+
+#ifdef QE_HEALTH_X86
+__attribute__((target("avx2"))) void equal_neighbours_avx2(const uint8_t* data, size_t size, uint64_t* out) {
+  std::fill(out, out + size / 64 + 1, 0);
+  size_t i = 0;
+  for (; i + 33 <= size; i += 32) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 1));
+    const auto bits = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b)));
+    out[i / 64] |= uint64_t{bits} << (i % 64);
+  }
+  for (; i + 1 < size; ++i) out[i / 64] |= uint64_t{data[i] == data[i + 1]} << (i % 64);
+}
+
+__attribute__((target("avx2,popcnt"))) size_t count_equal_avx2(const uint8_t* data, size_t size, uint8_t value) {
+  const __m256i v = _mm256_set1_epi8(static_cast<char>(value));
+  size_t n = 0, i = 0;
+  for (; i + 32 <= size; i += 32) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
+    n += static_cast<size_t>(std::popcount(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, v)))));
+  }
+  return n + count_equal_portable(data + i, size - i, value);
+}
+#endif
+
+struct ByteKernels {
+  void (*equal_neighbours)(const uint8_t*, size_t, uint64_t*);
+  size_t (*count_equal)(const uint8_t*, size_t, uint8_t);
+};
+
+const ByteKernels& byte_kernels() {
+#ifdef QE_HEALTH_X86
+  static const ByteKernels k = cpu::has_avx2() ? ByteKernels{equal_neighbours_avx2, count_equal_avx2}
+                                               : ByteKernels{equal_neighbours_portable, count_equal_portable};
+#else
+  static const ByteKernels k{equal_neighbours_portable, count_equal_portable};
+#endif
+  return k;
+}
+
+// Bit i of a packed bit array (false past its end).
+inline bool bit_at(const uint64_t* bits, size_t nbits, size_t i) { return i < nbits && ((bits[i / 64] >> (i % 64)) & 1); }
+
+}  // namespace
+
+// Byte mode, whole block at once: decides with word-parallel compares whether any sample
+// of the block would fail, and if none would, moves the state on as the per-sample loop
+// would have. Returns false (state untouched) when a sample might fail, or when the
+// cutoffs are too large for this path; the per-sample loop then does the block, so every
+// failure is still reported exactly as before.
+bool Tester::feed_clean_bytes(const uint8_t* data, size_t size) {
+  if (!word_parallel_ || size == 0 || rct_cutoff_ < 2 || rct_cutoff_ > 64 || apt_cutoff_ < 2) return false;
+  const ByteKernels& k = byte_kernels();
+  // RCT: a run of C equal bytes is C - 1 equal neighbours in a row.
+  eq_.resize(size / 64 + 2);
+  uint64_t* const eq = eq_.data();
+  k.equal_neighbours(data, size, eq);
+  const size_t pairs = size - 1;
+  const size_t words = size / 64 + 1;
+  eq[words] = 0;
+  run_.assign(eq, eq + words);
+  for (uint32_t t = 1; t + 1 < rct_cutoff_; ++t)  // run_ bit i: eq bits i .. i + t all set
+    for (size_t w = 0; w < words; ++w) run_[w] &= (eq[w] >> t) | (eq[w + 1] << (64 - t));
+  for (size_t w = 0; w < words; ++w)
+    if (run_[w]) return false;
+  // The run the previous block ended with, continued by this block's first bytes.
+  size_t lead = 1;
+  while (lead < size && bit_at(eq, pairs, lead - 1)) ++lead;
+  const bool continues = rct_started_ && data[0] == rct_value_;
+  if (continues && rct_count_ + lead >= rct_cutoff_) return false;
+  // APT: the windows this block touches, each counted at once.
+  uint32_t value = apt_value_, count = apt_count_, position = apt_position_;
+  bool new_window = false;
+  for (size_t i = 0; i < size;) {
+    if (position == 0) {
+      value = data[i];
+      count = 0;
+      new_window = true;
+    }
+    const size_t seg = std::min<size_t>(size - i, window_ - position);
+    count += static_cast<uint32_t>(k.count_equal(data + i, seg, static_cast<uint8_t>(value)));
+    if (count >= apt_cutoff_) return false;
+    position = static_cast<uint32_t>((position + seg) % window_);
+    i += seg;
+  }
+  // No sample fails: commit what the per-sample loop would have left.
+  apt_value_ = value;
+  apt_count_ = count;
+  apt_position_ = position;
+  size_t trail = 1;
+  while (trail < size && bit_at(eq, pairs, size - 1 - trail)) ++trail;
+  if (trail == size && continues) {
+    rct_count_ += static_cast<uint32_t>(size);
+  } else {
+    rct_value_ = data[size - 1];
+    rct_count_ = static_cast<uint32_t>(trail);
+    rct_reported_ = false;
+  }
+  rct_started_ = true;
+  if (new_window) apt_reported_ = false;
+  stats_.samples += size;
+  clean_samples_ += size;
+  return true;
+}
+
 BlockResult Tester::feed(const uint8_t* data, size_t size) {
   BlockResult result;
-  if (config_.mode == SymbolMode::Bytes) {
+  if (config_.mode == SymbolMode::Bytes && feed_clean_bytes(data, size)) {
+    // Every sample passed.
+  } else if (config_.mode == SymbolMode::Bytes) {
     for (size_t i = 0; i < size; ++i) sample(data[i], i, result);
   } else {
     for (size_t i = 0; i < size; ++i)

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qe::health {
 
@@ -98,11 +99,16 @@ class Tester {
   uint32_t window() const { return window_; }
   bool ready() const { return clean_samples_ >= config_.startup_samples; }
   const Stats& stats() const { return stats_; }
+  // Byte mode checks whole blocks with vector compares and runs the per-sample loop only
+  // on a block where a sample may fail (the default), or runs the loop on every block
+  // (for tests and benchmarks: the two give identical results).
+  void use_word_parallel(bool on) { word_parallel_ = on; }
 
  private:
   // Runs both tests on one sample; returns a failure when one fires.
   void sample(uint32_t symbol, size_t block_offset, BlockResult& result);
   void record(const Failure& failure, bool new_event, BlockResult& result);
+  bool feed_clean_bytes(const uint8_t* data, size_t size);
 
   Config config_;
   uint32_t rct_cutoff_;
@@ -122,6 +128,9 @@ class Tester {
 
   uint64_t clean_samples_ = 0;  // consecutive samples since the last failure
   Stats stats_;
+  bool word_parallel_ = true;
+  std::vector<uint64_t> eq_, run_;  // working memory of feed_clean_bytes
+
 };
 
 }  // namespace qe::health

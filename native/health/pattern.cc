@@ -7,7 +7,19 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QE_PATTERN_X86 1
+#define QE_PATTERN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi")))
+// GCC 12's AVX-512 intrinsics pass a deliberately undefined register through, which its own
+// -Wmaybe-uninitialized then reports at every use (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace qe::pattern {
+
+using bm::Kernel;
+
 namespace {
 
 constexpr size_t kChunk = 32;
@@ -28,80 +40,9 @@ inline uint64_t load64(const uint8_t* p) {
   return v;
 }
 
-// 64 bits of an LSB-first bit array starting at bit `pos` (the array is zero-padded).
-inline uint64_t bits_from(const std::vector<uint64_t>& r, size_t pos) {
-  const size_t q = pos >> 6;
-  const unsigned s = static_cast<unsigned>(pos & 63);
-  return s == 0 ? r[q] : (r[q] >> s) | (r[q + 1] << (64 - s));
-}
-
 }  // namespace
 
-// Bit-packed Berlekamp-Massey for one sequence. (The STS battery's version in
-// sts/linear_complexity.cc runs 64 sequences bit-sliced, which costs the same for one
-// sequence as for 64; here there is one block at a time.) Connection polynomials are
-// words with bit i = coefficient of x^i; the sequence is kept reversed, so the
-// discrepancy sum_i C_i s_(n-i) is an AND of C with 64-bit slices of it.
 size_t linear_complexity(const uint8_t* data, size_t nbits) { return LinearComplexity{}(data, nbits); }
-
-size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
-  if (nbits == 0) return 0;
-  const size_t words = nbits / 64 + 2;
-  rev_.assign(2 * words + 2, 0);
-  c_.assign(words, 0);
-  b_.assign(words, 0);
-  t_.assign(words, 0);
-  for (size_t k = 0; k < nbits; ++k) {
-    const uint64_t bit = (data[k >> 3] >> (7 - (k & 7))) & 1u;
-    const size_t j = nbits - 1 - k;  // rev bit j = s_(nbits-1-j)
-    rev_[j >> 6] |= bit << (j & 63);
-  }
-  // shifted_[r * words + w] = 64 bits of rev from bit 64w + r: every slice the discrepancy
-  // needs is then one aligned load, and its loop is a plain AND-XOR reduction.
-  shifted_.resize(64 * words);
-  for (size_t r = 0; r < 64; ++r)
-    for (size_t w = 0; w < words; ++w) shifted_[r * words + w] = bits_from(rev_, 64 * w + r);
-  uint64_t* const c = c_.data();
-  c[0] = 1;
-  b_[0] = 1;
-  size_t L = 0;
-  size_t m = 1;  // C is updated with x^m B
-  for (size_t n = 0; n < nbits; ++n) {
-    // s_(n-i) is rev bit (nbits-1-n+i); deg C <= L, so words 0 .. L/64 of C suffice.
-    const size_t off = nbits - 1 - n;
-    const uint64_t* slice = shifted_.data() + (off & 63) * words + (off >> 6);
-    uint64_t acc = 0;
-    const size_t used = L / 64 + 1;
-    for (size_t w = 0; w < used; ++w) acc ^= c[w] & slice[w];
-    if ((__builtin_popcountll(acc) & 1) == 0) {
-      ++m;
-      continue;
-    }
-    const bool grows = 2 * L <= n;
-    if (grows) std::copy(c, c + used, t_.begin());
-    // C ^= x^m B, over the words the new polynomial can reach (degree <= n + 1).
-    const uint64_t* const b = b_.data();
-    const size_t q = m / 64;
-    const unsigned s = static_cast<unsigned>(m % 64);
-    const size_t top = std::min(words - 1, (n + 1) / 64 + 1);
-    if (s == 0) {
-      for (size_t w = q; w <= top; ++w) c[w] ^= b[w - q];
-    } else {
-      c[q] ^= b[0] << s;
-      for (size_t w = q + 1; w <= top; ++w) c[w] ^= (b[w - q] << s) | (b[w - q - 1] >> (64 - s));
-    }
-    if (grows) {
-      // B = the old C (its words above `used` are zero, as deg C <= L).
-      std::fill(t_.begin() + static_cast<std::ptrdiff_t>(used), t_.end(), 0);
-      L = n + 1 - L;
-      b_.swap(t_);
-      m = 1;
-    } else {
-      ++m;
-    }
-  }
-  return L;
-}
 
 std::string BlockReport::describe() const {
   std::string out;
@@ -118,11 +59,15 @@ std::string BlockReport::describe() const {
   return out.empty() ? "no pattern found" : out;
 }
 
-Tester::Tester(Config config) : config_(config) {
+Tester::Tester(Config config, Kernel kernel) : config_(config), linear_(kernel) {
   if (config_.history_bytes == 0 || config_.history_bytes % kChunk != 0)
     throw std::invalid_argument("pattern history must be a positive multiple of 32 bytes");
   if (config_.linear_bits != 0 && config_.linear_bits / 2 <= config_.linear_margin)
     throw std::invalid_argument("pattern linear_margin must be below half of linear_bits");
+#ifdef QE_PATTERN_X86
+  use_avx512_ = kernel != Kernel::Portable && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi") &&
+                __builtin_cpu_supports("avx512bw");
+#endif
   std::random_device rd;
   for (auto& k : key_) k = ((uint64_t{rd()} << 32) ^ rd()) | 1u;
   ring_.assign(config_.history_bytes / kChunk, 0);
@@ -139,12 +84,67 @@ uint64_t Tester::fingerprint(const uint8_t* bytes32) const {
                 load64(bytes32 + 24) * key_[3]);
 }
 
+#ifdef QE_PATTERN_X86
+// Eight windows at a time: one 64-byte load holds the 39 bytes they span, byte permutes
+// cut out each window's four 64-bit words, and the multiplies are 64-bit vector ones.
+QE_PATTERN_AVX512 static void fingerprints_avx512(const uint8_t* block, size_t windows, const uint64_t key[4],
+                                                 uint64_t* out, size_t& done) {
+  const size_t size = windows + kChunk - 1;
+  alignas(64) uint8_t index[4][64];
+  for (int w = 0; w < 4; ++w)
+    for (int lane = 0; lane < 8; ++lane)
+      for (int b = 0; b < 8; ++b) index[w][8 * lane + b] = static_cast<uint8_t>(lane + 8 * w + b);
+  __m512i idx[4], k[4];
+  for (int w = 0; w < 4; ++w) {
+    idx[w] = _mm512_load_si512(index[w]);
+    k[w] = _mm512_set1_epi64(static_cast<long long>(key[w]));
+  }
+  const __m512i c1 = _mm512_set1_epi64(static_cast<long long>(0xff51afd7ed558ccdull));
+  const __m512i c2 = _mm512_set1_epi64(static_cast<long long>(0xc4ceb9fe1a85ec53ull));
+  size_t j = 0;
+  for (; j + 8 <= windows; j += 8) {
+    const size_t avail = size - j;
+    const __mmask64 m = avail >= 64 ? ~__mmask64{0} : (__mmask64{1} << avail) - 1;
+    const __m512i bytes = _mm512_maskz_loadu_epi8(m, block + j);
+    __m512i h = _mm512_mullo_epi64(_mm512_permutexvar_epi8(idx[0], bytes), k[0]);
+    for (int w = 1; w < 4; ++w) h = _mm512_add_epi64(h, _mm512_mullo_epi64(_mm512_permutexvar_epi8(idx[w], bytes), k[w]));
+    h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
+    h = _mm512_mullo_epi64(h, c1);
+    h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
+    h = _mm512_mullo_epi64(h, c2);
+    h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
+    _mm512_storeu_si512(out + j, h);
+  }
+  done = j;
+}
+#endif
+
+void Tester::fingerprints(const uint8_t* block, size_t windows, uint64_t* out) const {
+  size_t j = 0;
+#ifdef QE_PATTERN_X86
+  if (use_avx512_) fingerprints_avx512(block, windows, key_, out, j);
+#endif
+  for (; j < windows; ++j) out[j] = fingerprint(block + j);
+}
+
 bool Tester::live(uint64_t chunk) const { return chunk < chunks_seen_ && chunks_seen_ - chunk <= ring_.size(); }
 
+// An index entry is the fingerprint's top 32 bits (a tag: a lookup of a fingerprint that
+// is not there nearly always stops at the tag, a well-predicted branch and no second
+// load) and the chunk number modulo 2^32, which names one chunk among the live ones.
 uint64_t Tester::lookup(uint64_t fp) const {
   const uint64_t entry = index_[fp & (index_.size() - 1)];
-  if (entry == 0 || !live(entry - 1) || chunk_fingerprint(entry - 1) != fp) return 0;
-  return entry;
+  if ((entry ^ fp) >> 32) [[likely]]
+    return 0;
+  const auto age = static_cast<uint32_t>(static_cast<uint32_t>(chunks_seen_) - static_cast<uint32_t>(entry));
+  if (age == 0 || age > ring_.size()) return 0;
+  const uint64_t chunk = chunks_seen_ - age;
+  if (chunk_fingerprint(chunk) != fp) return 0;
+  return chunk + 1;
+}
+
+void Tester::insert(uint64_t fp, uint64_t chunk) {
+  index_[fp & (index_.size() - 1)] = (fp & ~uint64_t{0xffffffff}) | static_cast<uint32_t>(chunk);
 }
 
 BlockReport Tester::test_block(const uint8_t* block, size_t size) {
@@ -154,7 +154,7 @@ BlockReport Tester::test_block(const uint8_t* block, size_t size) {
   const size_t windows = size - kChunk + 1;
   std::vector<uint64_t>& fps = window_fps_;  // of the 32 bytes at every byte offset
   fps.resize(windows);
-  for (size_t j = 0; j < windows; ++j) fps[j] = fingerprint(block + j);
+  fingerprints(block, windows, fps.data());
   const uint64_t start = chunks_seen_ * kChunk;  // stream position of the block
   // Candidate repeats (window offset, earlier chunk). An aligned window is looked up
   // before its own chunk joins the index (which keeps the newest chunk per fingerprint),
@@ -166,7 +166,7 @@ BlockReport Tester::test_block(const uint8_t* block, size_t size) {
     if (const uint64_t entry = lookup(fps[j])) candidates.emplace_back(j, entry - 1);
     const uint64_t chunk = chunks_seen_++;
     ring_[chunk % ring_.size()] = fps[j];
-    index_[fps[j] & (index_.size() - 1)] = chunk + 1;
+    insert(fps[j], chunk);
   }
   for (size_t j = 0; j < windows; ++j) {
     if (j % kChunk == 0) continue;

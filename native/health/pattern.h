@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "health/berlekamp_massey.h"
+
 namespace qe::pattern {
 
 struct Config {
@@ -55,19 +57,16 @@ struct BlockReport {
 // bit of each byte first. `data` holds at least ceil(nbits / 8) bytes.
 size_t linear_complexity(const uint8_t* data, size_t nbits);
 
-// The same, keeping its working memory between calls (a tester runs it on every block).
-class LinearComplexity {
- public:
-  size_t operator()(const uint8_t* data, size_t nbits);
-
- private:
-  std::vector<uint64_t> rev_, shifted_, c_, b_, t_;
-};
+// The same, keeping its working memory between calls (a tester runs it on every block);
+// see berlekamp_massey.h for how it is computed.
+using LinearComplexity = bm::LinearComplexity;
 
 class Tester {
  public:
   // Throws std::invalid_argument for a history that is not a positive multiple of 32.
-  explicit Tester(Config config = {});
+  // `kernel` picks the SIMD code (Kernel::Portable: plain 64-bit code only, for tests
+  // and benchmarks); every kernel gives the same reports.
+  explicit Tester(Config config = {}, bm::Kernel kernel = bm::Kernel::Best);
   // `size` must be a multiple of 32 and at least 64 bytes; throws std::invalid_argument.
   BlockReport test_block(const uint8_t* block, size_t size);
   // Forgets the stream seen so far (after a source was out of service).
@@ -75,6 +74,10 @@ class Tester {
 
  private:
   uint64_t fingerprint(const uint8_t* bytes32) const;
+  // fingerprint() of the 32 bytes at each of the first `windows` offsets of `block`.
+  void fingerprints(const uint8_t* block, size_t windows, uint64_t* out) const;
+  void insert(uint64_t fp, uint64_t chunk);
+  bool use_avx512_ = false;
 
   Config config_;
   LinearComplexity linear_;
@@ -85,7 +88,7 @@ class Tester {
   // [32k, 32k + 32)), the last history_bytes / 32 of them, in a ring indexed by k.
   std::vector<uint64_t> ring_;
   uint64_t chunks_seen_ = 0;  // number of the next chunk
-  // A direct-mapped index from fingerprint to chunk number + 1 (0 = empty). A collision
+  // A direct-mapped index from fingerprint to chunk number (see lookup()). A collision
   // overwrites; a periodic stream repeats dozens of chunks per block, so losing one
   // index entry never hides it.
   std::vector<uint64_t> index_;

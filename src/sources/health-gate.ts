@@ -11,6 +11,7 @@
 // 1,000 at most: 8 in 128 happens to it with probability about 2^-40; docs/entropy-service.md).
 // Then reads reject with SourceOutOfServiceError (SourceNotRandomError when not random:
 // the filler then empties the pool), the filler stops, and health() says why.
+import type { GateBlockVerdict } from '../native/gate.js';
 import { PatternTester } from '../native/pattern.js';
 import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from './failure-window.js';
 import {
@@ -46,8 +47,39 @@ export interface BlockVerdict {
   detail?: string;
 }
 
-export interface BlockTester {
+/** A tester run block by block on the calling thread (the gate adds the pattern check). */
+export interface SyncBlockTester {
   feed(block: Buffer): BlockVerdict;
+}
+
+/**
+ * A tester that runs every per-block test (RCT/APT, repeated block, pattern check) on a
+ * batch of whole blocks off the event loop (createNativeTester: src/native/gate.ts).
+ * One batch at a time, in stream order.
+ */
+export interface BatchBlockTester {
+  testBlocks(blocks: Buffer): Promise<GateBlockVerdict[]>;
+}
+
+export type BlockTester = SyncBlockTester | BatchBlockTester;
+
+/**
+ * The most bytes handed to a batch tester at once: the event loop's share of a batch
+ * (reading one flag byte per block back) stays far below 1 ms, and a failure is acted
+ * on within this many bytes of where it was found.
+ */
+export const HEALTH_BATCH = 1024 * 1024;
+
+/** Everything the gate's rules look at for one block. */
+interface GateVerdict {
+  /** RCT and APT passed. */
+  passed: boolean;
+  ready: boolean;
+  failedTests: string[];
+  detail?: string | undefined;
+  repeated: boolean;
+  patternPassed: boolean;
+  patternMessage?: string | undefined;
 }
 
 export interface HealthGateOptions {
@@ -67,7 +99,8 @@ export class HealthGatedSource implements EntropySource {
   readonly development: boolean;
   readonly preferredReadBytes: number | undefined;
   private readonly tester: BlockTester;
-  private readonly pattern = new PatternTester();
+  /** For a SyncBlockTester: the pattern check, run here block by block. */
+  private pattern: PatternTester | undefined;
   /** The health-test verdicts of the last blocks, for the failure-rate rule. */
   private readonly failureRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
   /** Set when the source was found not random: nothing it delivered may be used. */
@@ -126,9 +159,19 @@ export class HealthGatedSource implements EntropySource {
       const whole = all.length - (all.length % HEALTH_BLOCK);
       this.carry = Buffer.from(all.subarray(whole));
       all.fill(0, whole);
-      for (let offset = 0; offset < whole; offset += HEALTH_BLOCK) {
-        const block = all.subarray(offset, offset + HEALTH_BLOCK);
-        if (this.check(block)) {
+      // The tests see every block in stream order; the rules below then act on each
+      // block's verdict in the same order, and stop at the first that takes the source
+      // out of service.
+      let verdicts: GateVerdict[];
+      try {
+        verdicts = await this.verdicts(all.subarray(0, whole));
+      } catch (err) {
+        all.fill(0);
+        throw err;
+      }
+      for (let i = 0; i < verdicts.length; i += 1) {
+        const block = all.subarray(i * HEALTH_BLOCK, (i + 1) * HEALTH_BLOCK);
+        if (this.check(block, verdicts[i]!)) {
           passed.push(block);
           passedBytes += HEALTH_BLOCK;
         } else {
@@ -144,6 +187,11 @@ export class HealthGatedSource implements EntropySource {
       }
     }
     if (passed.length === 1) return passed[0]!;
+    // Every block of the read passed (the usual case): it is already one buffer.
+    const first = passed[0]!;
+    if (first.byteOffset === 0 && first.buffer.byteLength === passedBytes && isContiguous(passed)) {
+      return Buffer.from(first.buffer, 0, passedBytes);
+    }
     const out = Buffer.concat(passed);
     for (const block of passed) block.fill(0);
     return out;
@@ -158,21 +206,50 @@ export class HealthGatedSource implements EntropySource {
     return this.notRandom ? new SourceNotRandomError(message) : new SourceOutOfServiceError(message);
   }
 
-  /** Runs one block through the tests; true when it may enter the pool. */
-  private check(block: Buffer): boolean {
-    // Both testers see every block, in stream order: their state spans blocks.
-    const verdict = this.tester.feed(block);
-    const pattern = this.pattern.testBlock(block);
+  /** The verdicts of whole blocks, from the batch tester or block by block here. */
+  private async verdicts(blocks: Buffer): Promise<GateVerdict[]> {
+    if ('testBlocks' in this.tester) {
+      const out: GateVerdict[] = [];
+      for (let off = 0; off < blocks.length; off += HEALTH_BATCH) {
+        for (const v of await this.tester.testBlocks(blocks.subarray(off, off + HEALTH_BATCH))) {
+          out.push({
+            passed: v.healthPassed,
+            ready: v.ready,
+            failedTests: v.test !== undefined ? [v.test] : [],
+            detail: v.detail,
+            repeated: v.repeated,
+            patternPassed: v.patternPassed,
+            patternMessage: v.patternMessage,
+          });
+        }
+      }
+      return out;
+    }
+    const out: GateVerdict[] = [];
+    this.pattern ??= new PatternTester();
+    for (let off = 0; off < blocks.length; off += HEALTH_BLOCK) {
+      const block = blocks.subarray(off, off + HEALTH_BLOCK);
+      // Both testers see every block, in stream order: their state spans blocks.
+      const verdict = this.tester.feed(block);
+      const pattern = this.pattern.testBlock(block);
+      const repeated = this.previous !== undefined && this.previous.equals(block);
+      this.previous ??= Buffer.alloc(HEALTH_BLOCK);
+      block.copy(this.previous);
+      out.push({ ...verdict, repeated, patternPassed: pattern.passed, patternMessage: pattern.message });
+    }
+    return out;
+  }
+
+  /** Applies the gate's rules to one block's verdict; true when the block may enter the pool. */
+  private check(block: Buffer, verdict: GateVerdict): boolean {
     const rctAptPassed = verdict.passed && verdict.failedTests.length === 0;
     const failedTests = [...verdict.failedTests];
-    if (this.previous && this.previous.equals(block)) failedTests.push('repeated-block');
-    this.previous ??= Buffer.alloc(HEALTH_BLOCK);
-    block.copy(this.previous);
+    if (verdict.repeated) failedTests.push('repeated-block');
     const rateReached = this.failureRate.record(failedTests.length > 0 || !verdict.passed);
     // As in the feeder, the pattern check counts only on blocks RCT and APT passed: a stuck
     // source is theirs to report. (A replayed block fails both the repeated-block check and
     // the pattern check; the pattern check's verdict is the conclusive one.)
-    const patternFailed = rctAptPassed && !pattern.passed;
+    const patternFailed = rctAptPassed && !verdict.patternPassed;
     if (patternFailed) failedTests.push('pattern');
     const ok = verdict.passed && failedTests.length === 0;
     // Start-up samples are tested, never used: a block counts only when the tester was
@@ -197,12 +274,12 @@ export class HealthGatedSource implements EntropySource {
       kind: 'block-failed',
       source: this.name,
       tests: failedTests,
-      ...(patternFailed ? { detail: pattern.message } : verdict.detail !== undefined ? { detail: verdict.detail } : {}),
+      ...(patternFailed ? { detail: verdict.patternMessage ?? 'pattern found' } : verdict.detail !== undefined ? { detail: verdict.detail } : {}),
     });
     if (patternFailed) {
       // The pattern check has no false alarms to speak of (below 2^-60 a block): one
       // failure shows the source is deterministic.
-      this.takeOutOfService(`not random: ${pattern.message}`, true);
+      this.takeOutOfService(`not random: ${verdict.patternMessage ?? 'pattern found'}`, true);
     } else if (this.consecutiveFailures >= this.failureLimit) {
       this.takeOutOfService(
         // The state says "out of service"; the message says why (healthz adds the prefix).
@@ -251,4 +328,13 @@ export class HealthGatedSource implements EntropySource {
     this.previous?.fill(0);
     await this.raw.close();
   }
+}
+
+/** The blocks follow each other in one ArrayBuffer. */
+function isContiguous(blocks: Buffer[]): boolean {
+  for (let i = 1; i < blocks.length; i += 1) {
+    const prev = blocks[i - 1]!;
+    if (blocks[i]!.buffer !== prev.buffer || blocks[i]!.byteOffset !== prev.byteOffset + prev.length) return false;
+  }
+  return true;
 }

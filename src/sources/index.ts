@@ -12,7 +12,15 @@ import { UpstreamSource } from './upstream.js';
 export { DeviceSource } from './device.js';
 export { GetrandomSource } from './getrandom.js';
 export { HealthGatedSource, HEALTH_BLOCK } from './health-gate.js';
-export type { BlockTester, BlockVerdict, HealthEvent, RawSource, HealthGateOptions } from './health-gate.js';
+export type {
+  BatchBlockTester,
+  BlockTester,
+  BlockVerdict,
+  HealthEvent,
+  RawSource,
+  HealthGateOptions,
+  SyncBlockTester,
+} from './health-gate.js';
 export { RdseedSource, rdseedAvailable } from './rdseed.js';
 export { UpstreamSource, type UpstreamOptions } from './upstream.js';
 export { SourceNotRandomError, SourceOutOfServiceError, type EntropySource, type SourceHealth, type SourceState } from './types.js';
