@@ -9,6 +9,7 @@ import type { FeederConfig } from '../config/sections/feeder.js';
 import { cappedCredit, healthMinEntropy, readAssessment } from '../ea/index.js';
 import type { FeedBuffer } from './buffer.js';
 import { Feeder } from './feeder.js';
+import type { FeederLedger } from './ledger.js';
 import { FileSink } from './sinks/file.js';
 import { KernelSink } from './sinks/kernel.js';
 import { Pkcs11FeedSink } from './sinks/pkcs11.js';
@@ -34,6 +35,8 @@ export interface BuildFeederOptions {
   retry?: FeederSourceOptions['retry'];
   reopenAfterMs?: number;
   processMetrics?: boolean;
+  /** Counters per process life, kept across reloads (see ledger.ts). */
+  ledger?: FeederLedger;
 }
 
 export async function buildFeeder(config: FeederConfig, options: BuildFeederOptions): Promise<Feeder> {
@@ -89,5 +92,6 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
     logger: options.logger,
     ...(options.reopenAfterMs !== undefined ? { reopenAfterMs: options.reopenAfterMs } : {}),
     ...(options.processMetrics !== undefined ? { processMetrics: options.processMetrics } : {}),
+    ...(options.ledger ? { ledger: options.ledger } : {}),
   });
 }

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 
 import { BLOCK_SIZE } from '../client/index.js';
 import type { FeedBuffer } from './buffer.js';
+import { FeederLedger } from './ledger.js';
 import { createFeederMetrics } from './metrics.js';
 import { SinkError, type Sink } from './sinks/types.js';
 import { FeederSource, type FeederSourceOptions } from './source.js';
@@ -21,6 +22,11 @@ export interface FeederOptions {
   /** Least wait before opening a sink again after it failed to open (default 30 s). */
   reopenAfterMs?: number;
   processMetrics?: boolean;
+  /**
+   * Counters and start time of the process (kept by the role across reloads). Without
+   * one, this feeder's own: its counters start at zero.
+   */
+  ledger?: FeederLedger;
 }
 
 interface SinkEntry {
@@ -42,7 +48,7 @@ export class Feeder {
   private readonly entries: SinkEntry[];
   private readonly abort = new AbortController();
   private loops: Promise<void>[] = [];
-  private readonly startedAt = Date.now();
+  private readonly ledger: FeederLedger;
   private running = false;
   private readonly reopenAfterMs: number;
 
@@ -50,6 +56,7 @@ export class Feeder {
     this.logger = options.logger;
     this.buffer = options.buffer;
     this.reopenAfterMs = options.reopenAfterMs ?? 30_000;
+    this.ledger = options.ledger ?? new FeederLedger();
     this.sources = options.sources.map(
       (o) =>
         new FeederSource(o, {
@@ -60,6 +67,7 @@ export class Feeder {
           stopped: (e) => this.logger.error(e, `entropy source stopped: ${e.reason}`),
           retrying: (e) => this.logger.warn(e, 'entropy source unavailable; retrying'),
           recovered: (e) => this.logger.info(e, 'entropy source recovered'),
+          returned: (e) => this.logger.info(e, `entropy source back in service after being disabled (${e.after}); its first blocks run the start-up tests`),
         }),
     );
     this.entries = options.sinks.map((sink) => ({
@@ -79,6 +87,11 @@ export class Feeder {
   /** Opens the sinks (a failure is logged and retried, never fatal) and starts pulling and feeding. */
   async start(): Promise<void> {
     this.running = true;
+    // Restored at start, not at construction: on a reload the old feeder stops (and
+    // records its final totals) after the new one is built.
+    for (const s of this.sources) this.ledger.restoreSource(s.status);
+    for (const e of this.entries) this.ledger.restoreSink(e.status);
+    this.bufferBytesDiscarded = this.ledger.bufferBytesDiscarded;
     if (!this.buffer.lock.locked) this.logger.warn({ reason: this.buffer.lock.reason }, 'feeder buffer is not locked in memory');
     await Promise.all(this.entries.map((e) => this.open(e)));
     this.loops = [this.pullLoop(), ...this.entries.map((e) => this.sinkLoop(e))];
@@ -99,6 +112,11 @@ export class Feeder {
       e.unwatch?.();
       await e.sink.close().catch((err: Error) => this.logger.warn({ sink: e.sink.name, err: err.message }, 'sink did not close cleanly'));
     }
+    this.ledger.record(
+      this.sources.map((s) => s.status),
+      this.entries.map((e) => e.status),
+      this.bufferBytesDiscarded,
+    );
     await Promise.all(this.sources.map((s) => s.close().catch(() => undefined)));
   }
 
@@ -114,7 +132,7 @@ export class Feeder {
     }
     return {
       pid: process.pid,
-      startedAt: this.startedAt,
+      startedAt: this.ledger.startedAt,
       updatedAt: Date.now(),
       running: this.running,
       buffer: {

@@ -77,6 +77,8 @@ export interface SourceEvents {
   retrying(info: { source: string; error: string; delayMs: number }): void;
   /** The source delivers again after an error (`after` is what was wrong). */
   recovered(info: { source: string; after: string }): void;
+  /** A disabled source is tried again after its disable period (`after` is why it was disabled). */
+  returned(info: { source: string; after: string }): void;
 }
 
 /** The blocks of one pull that passed every test, concatenated (the caller zeroes it). */
@@ -135,6 +137,7 @@ export class FeederSource {
       // Back in service: every test starts afresh, start-up tests run on its first bytes.
       this.status.state = 'active';
       delete this.status.retryAt;
+      this.events.returned({ source: this.url, after: this.status.lastError ?? 'disabled' });
       this.failedInARow = 0;
       this.tester.reset();
       this.pattern.reset();
