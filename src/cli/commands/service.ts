@@ -33,7 +33,7 @@ export function registerService(program: Command): void {
     .action(async (opts: InstallOptions) => {
       let plan;
       try {
-        plan = await planServiceInstall({ units: units(opts.unit), config: opts.config });
+        plan = await planServiceInstall({ units: units(opts.unit), config: opts.config, root: opts.root ?? '/' });
       } catch (err) {
         if (err instanceof CliError) throw err;
         throw new CliError((err as Error).message);
