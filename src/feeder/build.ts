@@ -51,13 +51,17 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
           throw new Error(`feeder.sources.${i}.caFile: cannot read ${src.caFile}: ${err.code ?? err.message}`);
         })
       : undefined;
+    // The source's own assessment, else the shared one: its health-test H, and what the
+    // combining mode credits it with (nothing, without any).
+    const own = src.assessment ? await readAssessment(src.assessment, `feeder.sources.${i}.assessment`) : assessed;
     sources.push({
       url: src.url,
       token,
       ...(ca ? { ca } : {}),
       blocksPerRequest: src.blocksPerRequest,
       ...(src.tlsGroups ? { tlsGroups: src.tlsGroups } : {}),
-      minEntropyPerByte: healthMinEntropy(config.health.minEntropyPerByte, assessed),
+      minEntropyPerByte: healthMinEntropy(config.health.minEntropyPerByte, own),
+      ...(own !== undefined ? { assessedMinEntropyPerByte: own } : {}),
       fips140: config.health.fips140,
       failureLimit: config.health.failureLimit,
       retryAfterMs: config.health.retryAfterMs,
@@ -93,5 +97,6 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
     ...(options.reopenAfterMs !== undefined ? { reopenAfterMs: options.reopenAfterMs } : {}),
     ...(options.processMetrics !== undefined ? { processMetrics: options.processMetrics } : {}),
     ...(options.ledger ? { ledger: options.ledger } : {}),
+    ...(config.combine === 'all' ? { combine: { onDropOut: config.onDropOut } } : {}),
   });
 }

@@ -14,6 +14,8 @@ export class FeederLedger {
   /** When the process (not the current Feeder) started. */
   readonly startedAt: number;
   bufferBytesDiscarded = 0;
+  /** The combining mode's counters. */
+  combine = { outputs: 0, dropOuts: 0 };
   private readonly sources = new Map<string, SourceCounters>();
   private readonly sinks = new Map<string, SinkCounters>();
 

@@ -17,8 +17,10 @@ export interface FeederSourceOptions {
   tlsGroups?: string;
   /** Blocks per request (1..512, default 64). */
   blocksPerRequest: number;
-  /** Assessed min-entropy per byte for the SP 800-90B cutoffs. */
+  /** Min-entropy per byte for the SP 800-90B cutoffs (the configured value, or the assessed one when lower). */
   minEntropyPerByte: number;
+  /** This source's assessed min-entropy per byte (`health.assessment`): what the combining mode credits it with. */
+  assessedMinEntropyPerByte?: number;
   /** Also run the FIPS 140-2 tests rngd runs, on 2,500-byte blocks. */
   fips140: boolean;
   /** Failed blocks in a row that take the source out of service (default 16). */
@@ -127,6 +129,11 @@ export class FeederSource {
       bytesAwaitingFips: 0,
       failures: { 'repetition-count': 0, 'adaptive-proportion': 0, pattern: 0, fips140: 0 },
     };
+  }
+
+  /** Blocks asked for in one request. */
+  get blocksPerRequest(): number {
+    return this.options.blocksPerRequest;
   }
 
   /** Usable now: not stopped, and not inside a disable period. */
