@@ -1,6 +1,6 @@
 // Prometheus metrics of the feeder, read from its live status at scrape time. One registry
 // per feeder (tests run several in one process); the daemon serves it on /metrics.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from '../metrics/prom.js';
 
 import type { FeederStatus, SinkState } from './status.js';
 
