@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { resolveConfig } from '../src/config/index.js';
 import { buildFeeder, FeedBuffer } from '../src/feeder/index.js';
-import { captureLogger, goodBlock, Upstream, waitFor } from './feeder-harness.js';
+import { captureLogger, goodBlock, sourceEntry, Upstream, waitFor } from './feeder-harness.js';
 import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
 
 const opensc = ['/usr/lib/x86_64-linux-gnu/opensc-pkcs11.so', '/usr/lib/opensc-pkcs11.so'].find((p) => fs.existsSync(p));
@@ -33,13 +33,9 @@ afterAll(async () => {
 });
 
 async function feederFor(feeder: Record<string, unknown>) {
-  const tokenFile = path.join(dir, 'token');
-  fs.writeFileSync(tokenFile, `${await upstream.token()}\n`, { mode: 0o600 });
-  const caFile = path.join(dir, 'ca.pem');
-  fs.writeFileSync(caFile, upstream.caPem);
   const config = resolveConfig({
     stateDir: dir,
-    feeder: { enabled: true, sources: [{ url: upstream.url, tokenFile, caFile, blocksPerRequest: 4 }], kernel: { enabled: false }, ...feeder },
+    feeder: { enabled: true, sources: [await sourceEntry(upstream, dir, 4)], kernel: { enabled: false }, ...feeder },
   }).feeder;
   const { logger, lines } = captureLogger();
   const f = await buildFeeder(config, { logger, buffer: new FeedBuffer({ capacity: 4096 }), retry: { baseDelayMs: 20, maxDelayMs: 100 }, reopenAfterMs: 100 });

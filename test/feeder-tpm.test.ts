@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { resolveConfig } from '../src/config/index.js';
 import { buildFeeder, FeedBuffer } from '../src/feeder/index.js';
-import { captureLogger, goodBlock, Upstream, waitFor } from './feeder-harness.js';
+import { captureLogger, goodBlock, sourceEntry, Upstream, waitFor } from './feeder-harness.js';
 import { haveTpm, startTpmToken, stirRandomSeeds, type TpmToken } from './helpers/tpm.js';
 
 const LABEL = 'qentropy-tpm';
@@ -40,15 +40,11 @@ describe.skipIf(!haveTpm)('PKCS#11 sink with a TPM 2.0 token (swtpm + tpm2-pkcs1
     upstream.pool.put(Buffer.from(known));
     const pinFile = path.join(dir, 'pin');
     fs.writeFileSync(pinFile, `${PIN}\n`, { mode: 0o600 });
-    const tokenFile = path.join(dir, 'token');
-    fs.writeFileSync(tokenFile, `${await upstream.token()}\n`, { mode: 0o600 });
-    const caFile = path.join(dir, 'ca.pem');
-    fs.writeFileSync(caFile, upstream.caPem);
     const config = resolveConfig({
       stateDir: dir,
       feeder: {
         enabled: true,
-        sources: [{ url: upstream.url, tokenFile, caFile, blocksPerRequest: 4 }],
+        sources: [await sourceEntry(upstream, dir, 4)],
         kernel: { enabled: false },
         pkcs11: [{ module: tpm!.module, tokenLabel: LABEL, pinFile, bytes: 48, intervalMs: 100 }],
       },
