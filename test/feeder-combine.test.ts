@@ -10,6 +10,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { formatFeederStatus } from '../src/cli/commands/feeder.js';
 import { loadConfig } from '../src/config/index.js';
 import { FeedBuffer, Feeder, FileSink } from '../src/feeder/index.js';
 import { CreditQueue } from '../src/feeder/combiner.js';
@@ -184,6 +185,9 @@ describe('combining mode: a source dropping out and returning', () => {
     const atDropOut = out.outputs;
     if (onDropOut === 'continue') {
       expect(out).toMatchObject({ state: 'combining', inUse: [a.url], dropOuts: 1, credit: { inputEntropyBits: 128, creditBitsPerByte: 4 } });
+      // `qentropy feeder status` says the same in one line.
+      const shown = formatFeederStatus({ file: 'status.json', status: feeder.statusNow(), live: true, problems: [] });
+      expect(shown).toMatch(new RegExp(`^combining: SHA-256 over 1 source, \\d+ outputs, credit 4 bits per byte \\(128\\.00 of 256 per output\\); out: ${b.url.replace(/[.]/g, '\\.')}; 1 drop-out$`, 'm'));
       await waitFor(() => combine().outputs >= atDropOut + 64, 15_000, 'outputs from the rest');
     } else {
       expect(out).toMatchObject({ state: 'stopped', inUse: [a.url], dropOuts: 1 });
