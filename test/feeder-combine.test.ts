@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { formatFeederStatus } from '../src/cli/commands/feeder.js';
 import { loadConfig } from '../src/config/index.js';
-import { FeedBuffer, Feeder, FileSink } from '../src/feeder/index.js';
+import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js';
 import { CreditQueue } from '../src/feeder/combiner.js';
 import { combinedCredit, outputEntropy } from '../src/feeder/conditioning.js';
 import type { FeederSourceOptions } from '../src/feeder/source.js';
@@ -148,6 +148,8 @@ describe('combining mode: the credit (SP 800-90B §3.1.5.1.2)', () => {
 
   it('a sink is told the lowest credit among the bytes it takes', () => {
     const q = new CreditQueue();
+    // An empty buffer left by a reload adds nothing (and no credit of 0 for later bytes).
+    q.push(0, 0);
     q.push(64, 7);
     q.push(64, 4);
     q.push(32, 7);
@@ -226,6 +228,29 @@ describe('combining mode: a source dropping out and returning', () => {
     expect(logged[0]!.level).toBe(50);
     const alone = new Set(Array.from({ length: known.length / 64 }, (_, k) => sha256(input(known, k)).toString('hex')));
     expect(outputs.some((o) => alone.has(o.toString('hex')))).toBe(false);
+  });
+});
+
+describe.runIf(process.getuid?.() === 0)('combining mode: the kernel is credited what the combination is worth', () => {
+  it('two sources assessed at 2 bits per byte: 7 bits per byte reach RNDADDENTROPY, not the configured 8', async () => {
+    a.pool.clear();
+    b.pool.clear();
+    a.pool.put(blocks(64));
+    b.pool.put(blocks(64));
+    const { logger } = captureLogger();
+    const feeder = new Feeder({
+      sources: [await source(a, { assessedMinEntropyPerByte: 2 }), await source(b, { assessedMinEntropyPerByte: 2 })],
+      sinks: [new KernelSink({ device: '/dev/random', creditBitsPerByte: 8, bytes: 128, intervalMs: 100 })],
+      buffer: new FeedBuffer({ capacity: 4096, lockMemory: false }),
+      logger,
+      combine: { onDropOut: 'continue' },
+    });
+    await feeder.start();
+    await waitFor(() => feeder.statusNow().sinks[0]!.feeds >= 3, 15_000, 'three kernel feeds');
+    await feeder.stop();
+    const sink = feeder.statusNow().sinks[0]!;
+    expect(sink.errors).toBe(0);
+    expect(sink.creditedBits).toBe(sink.bytesFed * 7);
   });
 });
 

@@ -52,6 +52,7 @@ export class CreditQueue {
   private segments: Array<{ bytes: number; credit: number }> = [];
 
   push(bytes: number, credit: number): void {
+    if (bytes <= 0) return;
     const last = this.segments.at(-1);
     if (last && last.credit === credit) last.bytes += bytes;
     else this.segments.push({ bytes, credit });
