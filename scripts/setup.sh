@@ -5,6 +5,11 @@
 # System packages (Debian/Ubuntu names):
 #   cmake g++ make python3     build the addon and better-sqlite3 from source
 #   softhsm2 opensc            PKCS#11 modules the HSM sink is tested against
+#   swtpm libtpm2-pkcs11-1 libtpm2-pkcs11-tools tpm2-tools libtss2-tcti-swtpm0
+#     tpm2-abrmd libtss2-tcti-tabrmd0 dbus
+#                              a second PKCS#11 implementation: tpm2-pkcs11 on a software TPM 2.0,
+#                              set up through tpm2-abrmd on a private D-Bus (test/helpers/tpm.ts)
+#   p11-kit-modules            p11-kit's trust module: a real token that refuses seeds
 #   curl openssl               an independent HTTPS/mTLS client for the KME tests
 #   jq                         reads JSON answers in docs/kme.md's three-site walk-through (run by a test)
 #   systemd                    systemd-analyze, to verify the shipped unit files
@@ -20,7 +25,9 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
           g++-aarch64-linux-gnu qemu-user-static
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev
+          swtpm libtpm2-pkcs11-1 libtpm2-pkcs11-tools tpm2-tools libtss2-tcti-swtpm0 tpm2-abrmd libtss2-tcti-tabrmd0 dbus
+          p11-kit-modules)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,7 +13,7 @@ import { resolveConfig } from '../src/config/index.js';
 import { cappedCredit, healthMinEntropy, readAssessment } from '../src/ea/index.js';
 import { buildFeeder, FeedBuffer } from '../src/feeder/index.js';
 import { cli } from './helpers/cli.js';
-import { captureLogger, goodBlock, Upstream, waitFor } from './feeder-harness.js';
+import { captureLogger, goodBlock, sourceEntry, Upstream, waitFor } from './feeder-harness.js';
 
 const isRoot = process.getuid?.() === 0;
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -61,15 +61,11 @@ describe('an assessment in the feeder', () => {
   it.skipIf(!isRoot)('as root: the kernel is credited 7 bits per byte, not the configured 8', async () => {
     upstream.pool.clear();
     upstream.pool.put(Buffer.concat(Array.from({ length: 8 }, goodBlock)));
-    const tokenFile = path.join(dir, 'token');
-    fs.writeFileSync(tokenFile, `${await upstream.token()}\n`, { mode: 0o600 });
-    const caFile = path.join(dir, 'ca.pem');
-    fs.writeFileSync(caFile, upstream.caPem);
     const config = resolveConfig({
       stateDir: dir,
       feeder: {
         enabled: true,
-        sources: [{ url: upstream.url, tokenFile, caFile, blocksPerRequest: 8 }],
+        sources: [await sourceEntry(upstream, dir, 8)],
         health: { assessment },
         kernel: { enabled: true, creditBitsPerByte: 8, bytes: 128, intervalMs: 100 },
       },

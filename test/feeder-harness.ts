@@ -3,6 +3,8 @@
 // test knows which blocks are good and which must be dropped; it can be stopped and
 // started again on the same port to play an upstream outage.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -105,6 +107,18 @@ export class Upstream {
     this.pool.clear();
     await this.db.close();
   }
+}
+
+/**
+ * A source's config entry for `up`: its access token and CA certificate written to files
+ * in `dir` (the token 0600), as a feeder config names them.
+ */
+export async function sourceEntry(up: Upstream, dir: string, blocksPerRequest: number): Promise<{ url: string; tokenFile: string; caFile: string; blocksPerRequest: number }> {
+  const tokenFile = path.join(dir, 'token');
+  fs.writeFileSync(tokenFile, `${await up.token()}\n`, { mode: 0o600 });
+  const caFile = path.join(dir, 'ca.pem');
+  fs.writeFileSync(caFile, up.caPem);
+  return { url: up.url, tokenFile, caFile, blocksPerRequest };
 }
 
 /** A logger that keeps its lines. */

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { resolveConfig } from '../src/config/index.js';
 import { buildFeeder, FeedBuffer } from '../src/feeder/index.js';
-import { captureLogger, goodBlock, Upstream, waitFor } from './feeder-harness.js';
+import { captureLogger, goodBlock, sourceEntry, Upstream, waitFor } from './feeder-harness.js';
 import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
 
 const opensc = ['/usr/lib/x86_64-linux-gnu/opensc-pkcs11.so', '/usr/lib/opensc-pkcs11.so'].find((p) => fs.existsSync(p));
@@ -33,13 +33,9 @@ afterAll(async () => {
 });
 
 async function feederFor(feeder: Record<string, unknown>) {
-  const tokenFile = path.join(dir, 'token');
-  fs.writeFileSync(tokenFile, `${await upstream.token()}\n`, { mode: 0o600 });
-  const caFile = path.join(dir, 'ca.pem');
-  fs.writeFileSync(caFile, upstream.caPem);
   const config = resolveConfig({
     stateDir: dir,
-    feeder: { enabled: true, sources: [{ url: upstream.url, tokenFile, caFile, blocksPerRequest: 4 }], kernel: { enabled: false }, ...feeder },
+    feeder: { enabled: true, sources: [await sourceEntry(upstream, dir, 4)], kernel: { enabled: false }, ...feeder },
   }).feeder;
   const { logger, lines } = captureLogger();
   const f = await buildFeeder(config, { logger, buffer: new FeedBuffer({ capacity: 4096 }), retry: { baseDelayMs: 20, maxDelayMs: 100 }, reopenAfterMs: 100 });
@@ -110,5 +106,35 @@ describe.skipIf(!opensc)("PKCS#11 sink with OpenSC's module (no token, no seed s
     expect(reports).toHaveLength(1);
     expect(String(reports[0]!.err)).toMatch(/opensc-pkcs11\.so/);
     expect(status.sinks[1]!.state).not.toBe('failing');
+  });
+});
+
+// p11-kit's trust module is a real PKCS#11 module with a token ("System Trust") whose
+// C_SeedRandom refuses seeds (CKR_RANDOM_NO_RNG; many HSMs answer CKR_RANDOM_SEED_NOT_SUPPORTED,
+// which the native layer classes the same way).
+const p11kitTrust = ['/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-trust.so'].find((p) => fs.existsSync(p));
+
+describe.skipIf(!p11kitTrust)('PKCS#11 sink with a token that refuses seeds (p11-kit trust module)', () => {
+  it('says so once in plain words, disables the sink, and the feeder goes on', async () => {
+    upstream.pool.clear();
+    upstream.pool.put(Buffer.concat(Array.from({ length: 8 }, goodBlock)));
+    const out = path.join(dir, 'beside-refusing.bin');
+    const { feeder, lines } = await feederFor({
+      pkcs11: [{ module: p11kitTrust, tokenLabel: 'System Trust', intervalMs: 100 }],
+      files: [{ path: out, bytes: 256, intervalMs: 50 }],
+    });
+    await feeder.start();
+    await waitFor(() => feeder.statusNow().sinks[0]!.state === 'disabled', 10_000, 'the refusing sink to be disabled');
+    await waitFor(() => feeder.statusNow().sinks[1]!.bytesFed >= 2048, 10_000, 'the file sink');
+    const status = feeder.statusNow();
+    await feeder.stop();
+    expect(status.sinks[0]).toMatchObject({ name: 'pkcs11:System Trust', state: 'disabled', lastErrorCode: 'CKR_RANDOM_NO_RNG', errors: 1, bytesFed: 0 });
+    expect(status.sinks[0]!.lastError).toBe(
+      'pkcs11:System Trust: the token does not accept seeds (C_SeedRandom answered CKR_RANDOM_NO_RNG); it keeps using its own generator, and this sink is off until the config is reloaded',
+    );
+    const said = lines().filter((l) => l.sink === 'pkcs11:System Trust');
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatchObject({ level: 50, msg: 'feed failed; sink disabled until the config is reloaded (the other sinks go on)' });
+    expect(status.sinks[1]!.state).not.toBe('disabled');
   });
 });

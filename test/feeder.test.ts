@@ -9,9 +9,11 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { loadConfig } from '../src/config/index.js';
 import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js';
 import type { FeederSourceOptions, SourceStatus } from '../src/feeder/source.js';
 import { KernelRandom } from '../src/native/kernel.js';
+import { FeederRole } from '../src/roles/feeder.js';
 import { captureLogger, goodBlock, stuckBlock, Upstream, waitFor } from './feeder-harness.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -299,5 +301,81 @@ describe('deterministic streams never reach a sink', () => {
     const fed = status.sinks[0]!.bytesFed;
     expect(fs.statSync(file).size).toBe(fed);
     expect(source.bytesPassed).toBe(status.sinks.reduce((a, s) => a + s.bytesFed, 0) + status.buffer.bytesDiscarded + status.buffer.level);
+  });
+});
+
+describe('counters per process life', () => {
+  it('a reload (SIGHUP) keeps every counter and the uptime: monitoring sees no restart', async () => {
+    upstream.pool.clear();
+    upstream.pool.put(Buffer.concat(Array.from({ length: 64 }, goodBlock)));
+    const sub = fs.mkdtempSync(path.join(dir, 'reload-'));
+    const tokenFile = path.join(sub, 'token');
+    fs.writeFileSync(tokenFile, await upstream.token(), { mode: 0o600 });
+    const caFile = path.join(sub, 'ca.pem');
+    fs.writeFileSync(caFile, upstream.caPem);
+    const file = path.join(sub, 'out.bin');
+    const configFile = path.join(sub, 'qentropy.json');
+    const writeConfig = (bytes: number): void =>
+      fs.writeFileSync(
+        configFile,
+        JSON.stringify({
+          stateDir: sub,
+          feeder: {
+            enabled: true,
+            sources: [{ url: upstream.url, tokenFile, caFile, blocksPerRequest: 8 }],
+            kernel: { enabled: false },
+            buffer: { capacityBytes: 8192, lockMemory: false },
+            files: [{ path: file, bytes, intervalMs: 0 }],
+            status: { file: path.join(sub, 'status.json'), listen: false },
+          },
+        }),
+      );
+    writeConfig(1024);
+    const { logger, lines } = captureLogger();
+    const role = new FeederRole(loadConfig({ file: configFile }).feeder, { logger, stateDir: sub }, { configFile });
+    await role.start();
+    await waitFor(() => role.feeder!.statusNow().sinks[0]!.bytesFed >= 16 * 1024, 10_000, 'feeds before the reload');
+    const before = role.feeder!.statusNow();
+    writeConfig(2048);
+    await role.reload();
+    await waitFor(() => lines().some((l) => l.msg === 'feeder reloaded'), 10_000, 'the reload');
+    const after = role.feeder!.statusNow();
+    const metrics = await role.feeder!.registry.metrics();
+    const reloaded = role.feeder!;
+    await role.stop();
+    expect(after.startedAt).toBe(before.startedAt);
+    expect(after.sinks[0]!.feeds).toBeGreaterThanOrEqual(before.sinks[0]!.feeds);
+    expect(after.sinks[0]!.bytesFed).toBeGreaterThanOrEqual(before.sinks[0]!.bytesFed);
+    expect(after.sources[0]!.bytesPulled).toBeGreaterThanOrEqual(before.sources[0]!.bytesPulled);
+    expect(after.sources[0]!.bytesPassed).toBeGreaterThanOrEqual(before.sources[0]!.bytesPassed);
+    const fed = Number(/qentropy_feeder_bytes_fed_total\{[^}]*\} (\d+)/.exec(metrics)![1]);
+    expect(fed).toBeGreaterThanOrEqual(before.sinks[0]!.bytesFed);
+    // Every byte in the file is counted, across the reload.
+    expect(fs.statSync(file).size).toBe(reloaded.statusNow().sinks[0]!.bytesFed);
+  });
+});
+
+describe('return to service', () => {
+  it('logs one line for every return to service of a source disabled as not random', async () => {
+    upstream.pool.clear();
+    // Two 16 KiB pulls of a counter (each takes the source out of service), then good blocks.
+    upstream.pool.put(Buffer.concat([counterStream(32 * 1024), ...Array.from({ length: 16 }, goodBlock)]));
+    const file = path.join(dir, 'returns.bin');
+    const { logger, lines } = captureLogger();
+    const feeder = new Feeder({
+      sources: [sourceOptions(await upstream.token(), { blocksPerRequest: 16, retryAfterMs: 200 })],
+      sinks: [new FileSink({ path: file, bytes: 1024, intervalMs: 0 })],
+      buffer: new FeedBuffer({ capacity: 16 * 1024 }),
+      logger,
+    });
+    await feeder.start();
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed > 0, 15_000, 'the good blocks to be fed');
+    await feeder.stop();
+    const disabled = lines().filter((l) => String(l.msg).startsWith('entropy source disabled: not random'));
+    const returned = lines().filter((l) => String(l.msg).startsWith('entropy source back in service'));
+    expect(disabled).toHaveLength(2);
+    expect(returned).toHaveLength(2);
+    expect(String(returned[0]!.msg)).toMatch(/after being disabled \(not random: output repeats/);
+    expect(returned[0]!.source).toBe(upstream.url);
   });
 });

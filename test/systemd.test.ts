@@ -69,3 +69,36 @@ describe.skipIf(!haveAnalyze)('systemd units', () => {
     }
   });
 });
+
+const haveSystemdTools = spawnSync('sh', ['-c', 'command -v systemd-sysusers && command -v systemd-tmpfiles && command -v systemctl']).status === 0;
+
+describe('service install as rendered', () => {
+  it('a rendered unit says its ExecStart= came from service install, not that it holds the paths of Debian\'s nodejs', async () => {
+    const script = path.join(repoRoot, 'bin', 'qentropy.js');
+    const plan = await planServiceInstall({ script });
+    for (const file of plan.files.filter((f) => f.path.endsWith('.service'))) {
+      const lines = file.content.split('\n');
+      const at = lines.findIndex((l) => l.startsWith('ExecStart='));
+      expect(file.content, file.path).not.toMatch(/Debian's nodejs/);
+      expect(lines[at - 1], file.path).toBe('# Written by `qentropy service install`: the Node binary and the qentropy script that ran it.');
+    }
+  });
+
+  it.runIf(haveSystemdTools && process.getuid?.() === 0)('--root DIR prints next steps that act on DIR, and run as printed they do', () => {
+    const root = fs.mkdtempSync(path.join(dir, 'root with space-'));
+    const r = spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'qentropy.js'), 'service', 'install', '--unit', 'qentropy-feeder', '--root', root], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const next = r.stdout.split('next, as root:\n')[1]!.split('\n').map((l) => l.trim()).filter(Boolean);
+    expect(next.length).toBeGreaterThan(0);
+    // Checked before anything runs: a command without --root would act on this host.
+    for (const command of next) expect(command).toContain(`'--root=${root}'`);
+    fs.mkdirSync(path.join(root, 'var/lib'), { recursive: true });
+    for (const command of next) {
+      const run = spawnSync('sh', ['-c', command], { encoding: 'utf8' });
+      expect(run.status, `${command}: ${run.stderr}`).toBe(0);
+    }
+    expect(fs.readFileSync(path.join(root, 'etc/passwd'), 'utf8')).toMatch(/^qentropy:/m);
+    expect((fs.statSync(path.join(root, 'var/lib/qentropy')).mode & 0o777).toString(8)).toBe('700');
+    expect(fs.readlinkSync(path.join(root, 'etc/systemd/system/multi-user.target.wants/qentropy-feeder.service'))).toBe('/etc/systemd/system/qentropy-feeder.service');
+  });
+});

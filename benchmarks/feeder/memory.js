@@ -2,6 +2,9 @@
 // the default cadence, next to rngd (rng-tools5) and a bare Node process, in one run.
 //   node benchmarks/feeder/memory.js                   (root: the kernel sink and rngd)
 //   BENCH_BASELINE_REF=main node benchmarks/feeder/memory.js
+//   BENCH_NODE=$(bash scripts/node-line.sh 26) node benchmarks/feeder/memory.js
+// BENCH_NODE runs the daemons and the bare Node reference on that Node binary (the local
+// entropy server stays on this one: its SQLite driver is built for it).
 // The daemon runs as it ships: bin/qentropy.js over the tsc output (dist/), not a bundle,
 // so lazily imported modules stay unloaded. This tree is compiled into a temp directory;
 // with BENCH_BASELINE_REF, that git ref's src/ is compiled beside it (the "before"
@@ -28,6 +31,8 @@ process.on('exit', () => {
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const isRoot = process.getuid() === 0;
+const node = process.env.BENCH_NODE ?? process.execPath;
+const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
 
 /** Lays out a runnable package (bin, package.json, dist compiled from `srcRoot`) under `dest`. */
 function prepare(srcRoot, dest) {
@@ -69,7 +74,7 @@ async function measureDaemon(name, cli, server, env = {}) {
   // Root: the default kernel sink (512 B every 60 s). Otherwise a file sink at the same cadence.
   const sinks = isRoot ? {} : { kernel: { enabled: false }, files: [{ path: path.join(dir, `${name}.bin`), bytes: 512, intervalMs: 60_000 }] };
   fs.writeFileSync(config, JSON.stringify({ stateDir: dir, log: { level: 'error' }, feeder: { enabled: true, sources: [{ url: server.url, tokenFile }], status: { file: path.join(dir, `${name}-status.json`), listen: { host: '127.0.0.1', port: 0 } }, ...sinks } }));
-  const child = spawn(process.execPath, [cli, 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+  const child = spawn(node, [cli, 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
   children.push(child);
   await sleep(idleSeconds * 1000);
   const figures = procStatus(child.pid);
@@ -95,7 +100,7 @@ async function measureRngd() {
 }
 
 async function measureBareNode() {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 60_000)'], { stdio: 'ignore' });
+  const child = spawn(node, ['-e', 'setInterval(() => {}, 60_000)'], { stdio: 'ignore' });
   children.push(child);
   await sleep(Math.min(idleSeconds, 5) * 1000);
   const figures = procStatus(child.pid);
@@ -127,7 +132,9 @@ rows.push(['bare `node -e "setInterval(...)"`, for reference', await measureBare
 server.child.kill('SIGTERM');
 
 const mb = (kib) => (kib / 1024).toFixed(1);
-console.log(`\nfeeder memory (${os.cpus()[0]?.model ?? 'cpu'}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${process.version}), idle ${idleSeconds} s${isRoot ? ', kernel sink' : ', file sink'}`);
+console.log(`\nfeeder memory (${os.cpus()[0]?.model ?? 'cpu'}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${nodeVersion}), load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, idle ${idleSeconds} s${isRoot ? ', kernel sink' : ', file sink'}`);
 console.log('\n| process | RSS MB | peak RSS MB | own (RssAnon) MB | threads |\n|---|---|---|---|---|');
 for (const [name, f] of rows) console.log(`| ${name} | ${mb(f.rss)} | ${mb(f.hwm)} | ${mb(f.anon)} | ${f.threads} |`);
+const bare = rows.at(-1)[1].rss;
+for (const [name, f] of rows.filter(([n]) => n.startsWith('qentropy') || n.startsWith('same'))) console.log(`${name}: ${(f.rss / bare).toFixed(2)}x bare Node's RSS`);
 process.exit(0);

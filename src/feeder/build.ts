@@ -11,6 +11,7 @@ import { readPrivateFile } from '../config/private-file.js';
 import { cappedCredit, healthMinEntropy, readAssessment } from '../ea/index.js';
 import type { FeedBuffer } from './buffer.js';
 import { Feeder } from './feeder.js';
+import type { FeederLedger } from './ledger.js';
 import { FileSink } from './sinks/file.js';
 import { KernelSink } from './sinks/kernel.js';
 import { Pkcs11FeedSink } from './sinks/pkcs11.js';
@@ -38,6 +39,8 @@ export interface BuildFeederOptions {
   retry?: FeederSourceOptions['retry'];
   reopenAfterMs?: number;
   processMetrics?: boolean;
+  /** Counters per process life, kept across reloads (see ledger.ts). */
+  ledger?: FeederLedger;
 }
 
 export async function buildFeeder(config: FeederConfig, options: BuildFeederOptions): Promise<Feeder> {
@@ -53,13 +56,17 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
           throw new Error(`feeder.sources.${i}.caFile: cannot read ${src.caFile}: ${err.code ?? err.message}`);
         })
       : undefined;
+    // The source's own assessment, else the shared one: its health-test H, and what the
+    // combining mode credits it with (nothing, without any).
+    const own = src.assessment ? await readAssessment(src.assessment, `feeder.sources.${i}.assessment`) : assessed;
     sources.push({
       url: src.url,
       token,
       ...(ca ? { ca } : {}),
       blocksPerRequest: src.blocksPerRequest,
       ...(src.tlsGroups ? { tlsGroups: src.tlsGroups } : {}),
-      minEntropyPerByte: healthMinEntropy(config.health.minEntropyPerByte, assessed),
+      minEntropyPerByte: healthMinEntropy(config.health.minEntropyPerByte, own),
+      ...(own !== undefined ? { assessedMinEntropyPerByte: own } : {}),
       fips140: config.health.fips140,
       failureLimit: config.health.failureLimit,
       retryAfterMs: config.health.retryAfterMs,
@@ -94,5 +101,7 @@ export async function buildFeeder(config: FeederConfig, options: BuildFeederOpti
     logger: options.logger,
     ...(options.reopenAfterMs !== undefined ? { reopenAfterMs: options.reopenAfterMs } : {}),
     ...(options.processMetrics !== undefined ? { processMetrics: options.processMetrics } : {}),
+    ...(options.ledger ? { ledger: options.ledger } : {}),
+    ...(config.combine === 'all' ? { combine: { onDropOut: config.onDropOut } } : {}),
   });
 }

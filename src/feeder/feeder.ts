@@ -8,6 +8,9 @@ import type { Registry } from 'prom-client';
 
 import { BLOCK_SIZE } from '../client/index.js';
 import type { FeedBuffer } from './buffer.js';
+import { CreditQueue, SourceCombiner, type DropOutPolicy } from './combiner.js';
+import { CONDITIONED_BYTES } from './conditioning.js';
+import { FeederLedger } from './ledger.js';
 import { createFeederMetrics } from './metrics.js';
 import { SinkError, type Sink } from './sinks/types.js';
 import { FeederSource, type FeederSourceOptions } from './source.js';
@@ -21,6 +24,13 @@ export interface FeederOptions {
   /** Least wait before opening a sink again after it failed to open (default 30 s). */
   reopenAfterMs?: number;
   processMetrics?: boolean;
+  /**
+   * Counters and start time of the process (kept by the role across reloads). Without
+   * one, this feeder's own: its counters start at zero.
+   */
+  ledger?: FeederLedger;
+  /** The combining mode (`feeder.combine: "all"`): every source in each output. Absent: failover. */
+  combine?: { onDropOut: DropOutPolicy };
 }
 
 interface SinkEntry {
@@ -42,26 +52,59 @@ export class Feeder {
   private readonly entries: SinkEntry[];
   private readonly abort = new AbortController();
   private loops: Promise<void>[] = [];
-  private readonly startedAt = Date.now();
+  private readonly ledger: FeederLedger;
   private running = false;
   private readonly reopenAfterMs: number;
+  /** Set in the combining mode. */
+  private readonly combiner: SourceCombiner | undefined;
+  /** The combining mode's credit of each byte in the buffer. */
+  private readonly credits = new CreditQueue();
 
   constructor(options: FeederOptions) {
     this.logger = options.logger;
     this.buffer = options.buffer;
     this.reopenAfterMs = options.reopenAfterMs ?? 30_000;
+    this.ledger = options.ledger ?? new FeederLedger();
+    // Every change of a source's state may change the combination (combining mode).
+    const changed = (): void => this.combiner?.sourceChanged();
     this.sources = options.sources.map(
       (o) =>
         new FeederSource(o, {
           blockFailed: (e) => this.logger.warn(e, 'block failed a health test and was dropped'),
-          disabled: (e) =>
-            this.logger.error({ ...e, retryAt: new Date(e.retryAt).toISOString() }, `entropy source disabled: ${e.reason}; trying it again later`),
-          untrusted: () => this.discardBuffer(),
-          stopped: (e) => this.logger.error(e, `entropy source stopped: ${e.reason}`),
-          retrying: (e) => this.logger.warn(e, 'entropy source unavailable; retrying'),
-          recovered: (e) => this.logger.info(e, 'entropy source recovered'),
+          disabled: (e) => {
+            this.logger.error({ ...e, retryAt: new Date(e.retryAt).toISOString() }, `entropy source disabled: ${e.reason}; trying it again later`);
+            changed();
+          },
+          untrusted: (e) => {
+            this.combiner?.distrust(e.source);
+            this.discardBuffer();
+          },
+          stopped: (e) => {
+            this.logger.error(e, `entropy source stopped: ${e.reason}`);
+            changed();
+          },
+          retrying: (e) => {
+            this.logger.warn(e, 'entropy source unavailable; retrying');
+            changed();
+          },
+          recovered: (e) => {
+            this.logger.info(e, 'entropy source recovered');
+            changed();
+          },
+          returned: (e) => {
+            this.logger.info(e, `entropy source back in service after being disabled (${e.after}); its first blocks run the start-up tests`);
+            changed();
+          },
         }),
     );
+    this.combiner = options.combine
+      ? new SourceCombiner(
+          this.sources,
+          options.sources.map((o) => o.assessedMinEntropyPerByte ?? 0),
+          options.combine.onDropOut,
+          this.logger,
+        )
+      : undefined;
     this.entries = options.sinks.map((sink) => ({
       sink,
       opened: false,
@@ -79,11 +122,29 @@ export class Feeder {
   /** Opens the sinks (a failure is logged and retried, never fatal) and starts pulling and feeding. */
   async start(): Promise<void> {
     this.running = true;
+    // Restored at start, not at construction: on a reload the old feeder stops (and
+    // records its final totals) after the new one is built.
+    for (const s of this.sources) this.ledger.restoreSource(s.status);
+    for (const e of this.entries) this.ledger.restoreSink(e.status);
+    this.bufferBytesDiscarded = this.ledger.bufferBytesDiscarded;
+    // Bytes left in the buffer by an earlier feeder (a reload) have no known combined credit.
+    if (this.combiner) {
+      this.credits.push(this.buffer.level, 0);
+      this.combiner.status.outputs = this.ledger.combine.outputs;
+      this.combiner.status.dropOuts = this.ledger.combine.dropOuts;
+    }
     if (!this.buffer.lock.locked) this.logger.warn({ reason: this.buffer.lock.reason }, 'feeder buffer is not locked in memory');
     await Promise.all(this.entries.map((e) => this.open(e)));
-    this.loops = [this.pullLoop(), ...this.entries.map((e) => this.sinkLoop(e))];
+    this.loops = [this.combiner ? this.combineLoop(this.combiner) : this.pullLoop(), ...this.entries.map((e) => this.sinkLoop(e))];
     this.logger.info(
-      { sources: this.sources.map((s) => s.url), sinks: this.entries.map((e) => e.sink.name), bufferBytes: this.buffer.capacity, locked: this.buffer.lock.locked },
+      {
+        sources: this.sources.map((s) => s.url),
+        combine: this.combiner ? 'all' : 'failover',
+        ...(this.combiner ? { creditBitsPerByte: this.combiner.status.credit.creditBitsPerByte } : {}),
+        sinks: this.entries.map((e) => e.sink.name),
+        bufferBytes: this.buffer.capacity,
+        locked: this.buffer.lock.locked,
+      },
       'feeder running',
     );
   }
@@ -99,6 +160,12 @@ export class Feeder {
       e.unwatch?.();
       await e.sink.close().catch((err: Error) => this.logger.warn({ sink: e.sink.name, err: err.message }, 'sink did not close cleanly'));
     }
+    this.ledger.record(
+      this.sources.map((s) => s.status),
+      this.entries.map((e) => e.status),
+      this.bufferBytesDiscarded,
+    );
+    if (this.combiner) this.ledger.combine = { outputs: this.combiner.status.outputs, dropOuts: this.combiner.status.dropOuts };
     await Promise.all(this.sources.map((s) => s.close().catch(() => undefined)));
   }
 
@@ -114,7 +181,7 @@ export class Feeder {
     }
     return {
       pid: process.pid,
-      startedAt: this.startedAt,
+      startedAt: this.ledger.startedAt,
       updatedAt: Date.now(),
       running: this.running,
       buffer: {
@@ -130,6 +197,7 @@ export class Feeder {
       healthFailures,
       sources: this.sources.map((s) => ({ ...s.status, bytesDropped: { ...s.status.bytesDropped }, failures: { ...s.status.failures } })),
       sinks: this.entries.map((e) => ({ ...e.status })),
+      ...(this.combiner ? { combine: structuredClone(this.combiner.status) } : {}),
     };
   }
 
@@ -156,6 +224,7 @@ export class Feeder {
     if (level === 0) return;
     this.bufferBytesDiscarded += level;
     this.buffer.clear();
+    this.credits.clear();
     this.logger.warn({ bytes: level }, 'buffer emptied: it held bytes from a source found not random');
   }
   private bufferBytesDiscarded = 0;
@@ -186,6 +255,21 @@ export class Feeder {
         if (this.signal.aborted) break;
       }
     }
+  }
+
+  /** The combining mode: conditioned outputs of all sources in use, with their credit. */
+  private async combineLoop(combiner: SourceCombiner): Promise<void> {
+    let filling = true;
+    const room = (): number => {
+      if (this.buffer.level < this.buffer.lowWater) filling = true;
+      if (this.buffer.room < CONDITIONED_BYTES) filling = false;
+      return filling ? this.buffer.room : 0;
+    };
+    const put = async (output: Buffer, credit: number): Promise<void> => {
+      this.credits.push(output.length, credit);
+      await this.putAll(output);
+    };
+    await combiner.run(put, room, (signal) => this.buffer.changed(signal), this.signal);
   }
 
   /**
@@ -258,8 +342,9 @@ export class Feeder {
       }
       if (this.signal.aborted) break;
       const bytes = this.buffer.take(want);
+      const credit = this.combiner ? (this.credits.take(bytes.length) ?? 0) : undefined;
       try {
-        const outcome = await sink.feed(bytes);
+        const outcome = await sink.feed(bytes, credit);
         status.feeds += 1;
         status.bytesFed += outcome.bytes;
         status.creditedBits += outcome.creditedBits ?? 0;

@@ -2,6 +2,7 @@
 export { FeedBuffer, type FeedBufferOptions } from './buffer.js';
 export { buildFeeder, type BuildFeederOptions } from './build.js';
 export { Feeder, type FeederOptions } from './feeder.js';
+export { FeederLedger } from './ledger.js';
 export { createFeederMetrics } from './metrics.js';
 export { systemdNotifier, type SystemdNotifier } from './sdnotify.js';
 export { FileSink } from './sinks/file.js';

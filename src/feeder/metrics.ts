@@ -1,6 +1,6 @@
 // Prometheus metrics of the feeder, read from its live status at scrape time. One registry
 // per feeder (tests run several in one process); the daemon serves it on /metrics.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from '../metrics/prom.js';
 
 import type { FeederStatus, SinkState } from './status.js';
 
@@ -79,6 +79,22 @@ export function createFeederMetrics(status: () => FeederStatus, options: { proce
       }
     },
   );
+  // The combining mode (absent in failover).
+  gauge('qentropy_feeder_combine_sources_in_use', 'Sources whose bytes go into each combined output (combining mode)', [], (s, set) => {
+    if (s.combine) set({}, s.combine.inUse.length);
+  });
+  gauge('qentropy_feeder_combine_stopped', '1 while combining is stopped because a source dropped out and feeder.onDropOut is "stop"', [], (s, set) => {
+    if (s.combine) set({}, s.combine.state === 'combining' ? 0 : 1);
+  });
+  gauge('qentropy_feeder_combine_credit_bits_per_byte', 'Entropy credit per byte of a combined output from the sources in use (SP 800-90B 3.1.5.1.2)', [], (s, set) => {
+    if (s.combine) set({}, s.combine.credit.creditBitsPerByte);
+  });
+  counter('qentropy_feeder_combine_outputs_total', 'Conditioned 32-byte outputs made (combining mode)', [], (s, set) => {
+    if (s.combine) set({}, s.combine.outputs);
+  });
+  counter('qentropy_feeder_combine_dropouts_total', 'Times a source left the combination (combining mode)', [], (s, set) => {
+    if (s.combine) set({}, s.combine.dropOuts);
+  });
   gauge('qentropy_feeder_buffer_level_bytes', 'Bytes that passed the health tests, waiting for a sink', [], (s, set) => set({}, s.buffer.level));
   gauge('qentropy_feeder_buffer_capacity_bytes', 'Capacity of the feeder buffer', [], (s, set) => set({}, s.buffer.capacity));
   gauge('qentropy_feeder_buffer_locked', '1 when the buffer is locked in memory (mlock)', [], (s, set) => set({}, s.buffer.locked ? 1 : 0));

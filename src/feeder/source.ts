@@ -17,8 +17,10 @@ export interface FeederSourceOptions {
   tlsGroups?: string;
   /** Blocks per request (1..512, default 64). */
   blocksPerRequest: number;
-  /** Assessed min-entropy per byte for the SP 800-90B cutoffs. */
+  /** Min-entropy per byte for the SP 800-90B cutoffs (the configured value, or the assessed one when lower). */
   minEntropyPerByte: number;
+  /** This source's assessed min-entropy per byte (`health.assessment`): what the combining mode credits it with. */
+  assessedMinEntropyPerByte?: number;
   /** Also run the FIPS 140-2 tests rngd runs, on 2,500-byte blocks. */
   fips140: boolean;
   /** Failed blocks in a row that take the source out of service (default 16). */
@@ -77,6 +79,8 @@ export interface SourceEvents {
   retrying(info: { source: string; error: string; delayMs: number }): void;
   /** The source delivers again after an error (`after` is what was wrong). */
   recovered(info: { source: string; after: string }): void;
+  /** A disabled source is tried again after its disable period (`after` is why it was disabled). */
+  returned(info: { source: string; after: string }): void;
 }
 
 /** The blocks of one pull that passed every test, concatenated (the caller zeroes it). */
@@ -127,6 +131,11 @@ export class FeederSource {
     };
   }
 
+  /** Blocks asked for in one request. */
+  get blocksPerRequest(): number {
+    return this.options.blocksPerRequest;
+  }
+
   /** Usable now: not stopped, and not inside a disable period. */
   available(now = Date.now()): boolean {
     if (this.status.state === 'stopped') return false;
@@ -135,6 +144,7 @@ export class FeederSource {
       // Back in service: every test starts afresh, start-up tests run on its first bytes.
       this.status.state = 'active';
       delete this.status.retryAt;
+      this.events.returned({ source: this.url, after: this.status.lastError ?? 'disabled' });
       this.failedInARow = 0;
       this.tester.reset();
       this.pattern.reset();

@@ -1,4 +1,5 @@
 // The feeder's state as `qentropy feeder status` and /metrics show it.
+import type { CombineStatus } from './combiner.js';
 import type { SinkKind } from './sinks/types.js';
 import type { HealthTestName, SourceStatus } from './source.js';
 
@@ -53,4 +54,6 @@ export interface FeederStatus {
   healthFailures: Record<HealthTestName, number>;
   sources: SourceStatus[];
   sinks: SinkStatus[];
+  /** The combining mode (`feeder.combine: "all"`); absent in failover. */
+  combine?: CombineStatus;
 }

@@ -1,6 +1,6 @@
 // The TLS key-exchange counters, one set per process: every face of the daemon (entropy,
 // quality, KME, upstream clients) counts here, and each /metrics endpoint includes them.
-import { Counter, Registry } from 'prom-client';
+import { Counter, Registry } from '../metrics/prom.js';
 
 export const tlsRegistry = new Registry();
 

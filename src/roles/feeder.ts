@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 
 import { loadConfig } from '../config/index.js';
 import type { FeederConfig } from '../config/sections/feeder.js';
-import { buildFeeder, FeedBuffer, type Feeder, writeStatusFile } from '../feeder/index.js';
+import { buildFeeder, FeedBuffer, type Feeder, FeederLedger, writeStatusFile } from '../feeder/index.js';
 import type { FeederSourceOptions } from '../feeder/source.js';
 import { answerClientError, createListener } from '../listener/index.js';
 import { withTlsMetrics } from '../pqtls/index.js';
@@ -30,6 +30,8 @@ export class FeederRole implements Role {
   private statusTimer: NodeJS.Timeout | undefined;
   private server: ReturnType<typeof createListener> | undefined;
   private statusWrite: Promise<void> = Promise.resolve();
+  /** Counters and uptime of the process: a reload must not look like a restart to monitoring. */
+  private readonly ledger = new FeederLedger();
   feeder: Feeder | undefined;
   /** Address of the status listener (port 0 in config picks a free port). */
   address: { host: string; port: number; url: string } | undefined;
@@ -110,6 +112,7 @@ export class FeederRole implements Role {
     return buildFeeder(config, {
       logger: this.logger,
       buffer,
+      ledger: this.ledger,
       ...(this.deps.retry ? { retry: this.deps.retry } : {}),
       ...(this.deps.reopenAfterMs !== undefined ? { reopenAfterMs: this.deps.reopenAfterMs } : {}),
     });

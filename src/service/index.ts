@@ -56,6 +56,29 @@ function quote(word: string): string {
   return `"${word.replace(/(["\\])/g, '\\$1').replace(/\$/g, '$$$$')}"`;
 }
 
+/** POSIX shell quoting for a path printed in a command the user will paste. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The commands to run after writing, acting on what was written: on the host for `/`;
+ * below DIR for `--root DIR` (the same tools' own `--root=`). A manager is not running
+ * inside DIR, so there is no daemon-reload or --now there: the units start when DIR boots.
+ */
+function nextSteps(units: readonly UnitName[], root: string): string[] {
+  const services = units.map((u) => `${u}.service`).join(' ');
+  if (path.resolve(root) === '/') {
+    return ['systemd-sysusers', 'systemd-tmpfiles --create', 'systemctl daemon-reload', `systemctl enable --now ${services}`];
+  }
+  const r = shellWord(`--root=${path.resolve(root)}`);
+  return [`systemd-sysusers ${r}`, `systemd-tmpfiles --create ${r}`, `systemctl ${r} enable ${services}`];
+}
+
+// The comment the templates carry above ExecStart= describes the shipped default; a rendered
+// unit says where its paths came from instead.
+const TEMPLATE_EXEC_COMMENT = /(?:^#.*\n)*^ExecStart=.*$/m;
+
 // ProtectHome=yes and PrivateTmp=yes in both units hide these from the service.
 const HIDDEN_PREFIXES = ['/home/', '/root/', '/run/user/', '/tmp/', '/var/tmp/'];
 
@@ -89,7 +112,10 @@ export async function planServiceInstall(options: ServiceInstallOptions = {}): P
     files.push({
       path: `/etc/systemd/system/${unit}.service`,
       mode: 0o644,
-      content: text.replace(/^ExecStart=.*$/m, () => `ExecStart=${execStart}`),
+      content: text.replace(
+        TEMPLATE_EXEC_COMMENT,
+        () => `# Written by \`qentropy service install\`: the Node binary and the qentropy script that ran it.\nExecStart=${execStart}`,
+      ),
     });
   }
   files.push({ path: '/etc/sysusers.d/qentropy.conf', mode: 0o644, content: await template('qentropy.sysusers.conf') });
@@ -101,12 +127,7 @@ export async function planServiceInstall(options: ServiceInstallOptions = {}): P
     execStart,
     hidden,
     unsafe,
-    next: [
-      'systemd-sysusers',
-      'systemd-tmpfiles --create',
-      `systemctl daemon-reload`,
-      `systemctl enable --now ${units.map((u) => `${u}.service`).join(' ')}`,
-    ],
+    next: nextSteps(units, options.root ?? '/'),
   };
 }
 

@@ -92,6 +92,14 @@ export function formatFeederStatus(report: FeederStatusReport, now = Date.now())
         `${s.bytesAwaitingFips ? `, ${s.bytesAwaitingFips} awaiting a FIPS block` : ''}${s.lastError ? `; last error: ${s.lastError}` : ''}`,
     );
   }
+  if (status.combine) {
+    const c = status.combine;
+    const what = c.state === 'combining' ? `SHA-256 over ${c.inUse.length} source${c.inUse.length === 1 ? '' : 's'}` : c.state === 'stopped' ? 'stopped (a source is out; onDropOut "stop")' : 'no source in use';
+    out.push(
+      `combining: ${what}, ${c.outputs} outputs, credit ${c.credit.creditBitsPerByte} bits per byte (${c.credit.outputEntropyBits.toFixed(2)} of 256 per output)` +
+        `${c.droppedOut.length ? `; out: ${c.droppedOut.join(', ')}` : ''}${c.dropOuts ? `; ${c.dropOuts} drop-out${c.dropOuts === 1 ? '' : 's'}` : ''}`,
+    );
+  }
   for (const k of status.sinks) {
     const credit = k.kind === 'kernel' ? `, ${k.creditedBits} bits credited` : '';
     out.push(

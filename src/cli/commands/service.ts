@@ -35,7 +35,7 @@ export function registerService(program: Command): void {
     .action(async (opts: InstallOptions) => {
       let plan;
       try {
-        plan = await planServiceInstall({ units: units(opts.unit), config: opts.config, allowUnsafePath: opts.allowUnsafePath === true });
+        plan = await planServiceInstall({ units: units(opts.unit), config: opts.config, root: opts.root ?? '/', allowUnsafePath: opts.allowUnsafePath === true });
       } catch (err) {
         if (err instanceof CliError) throw err;
         throw new CliError((err as Error).message);

@@ -18,6 +18,8 @@ export interface FeederSourceConfig {
   tlsGroups?: string;
   /** Allow http:// to a non-loopback host (the token goes in clear; logged at start). */
   allowInsecureHttp?: boolean;
+  /** This source's `qentropy ea --json` assessment (absent: `health.assessment`). */
+  assessment?: string;
 }
 
 export interface FeederPkcs11Config {
@@ -39,6 +41,10 @@ export interface FeederFileConfig {
 export interface FeederConfig {
   enabled: boolean;
   sources: FeederSourceConfig[];
+  /** failover: the first usable source; all: every source in each output (docs/feeder.md, "Combining"). */
+  combine: 'failover' | 'all';
+  /** Combining mode, a source out: go on from the rest (credit recomputed) or stop. */
+  onDropOut: 'continue' | 'stop';
   health: { minEntropyPerByte: number; assessment?: string; fips140: boolean; failureLimit: number; retryAfterMs: number };
   buffer: { capacityBytes: number; lowWaterBytes: number; lockMemory: boolean };
   kernel: { enabled: boolean; device: string; creditBitsPerByte: number; bytes: number; intervalMs: number };
@@ -61,6 +67,13 @@ function list(node: ConfigNode): ConfigNode[] {
   return node.value.map((_, i) => asObject.child(String(i)));
 }
 
+function oneOf<T extends string>(node: ConfigNode, values: readonly T[], fallback: T): T {
+  const value = node.string(fallback);
+  if ((values as readonly string[]).includes(value)) return value as T;
+  node.fail(`must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(value)}`);
+  return fallback;
+}
+
 function absolutePath(node: ConfigNode, required: boolean): string | undefined {
   const value = required ? node.requiredString() : node.optionalString();
   if (value && !path.isAbsolute(value)) node.fail(`must be an absolute path, got ${JSON.stringify(value)}`);
@@ -68,7 +81,7 @@ function absolutePath(node: ConfigNode, required: boolean): string | undefined {
 }
 
 function validateSource(node: ConfigNode): FeederSourceConfig {
-  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls', 'allowInsecureHttp']);
+  node.object(['url', 'tokenFile', 'token', 'caFile', 'blocksPerRequest', 'tls', 'allowInsecureHttp', 'assessment']);
   const groupsNode = node.child('tls').object(['groups']).child('groups');
   const tlsGroups = groupsNode.present ? validateGroups(groupsNode) : undefined;
   const url = node.child('url').requiredString();
@@ -80,7 +93,9 @@ function validateSource(node: ConfigNode): FeederSourceConfig {
   const token = node.child('token').optionalString();
   if (!tokenFile && !token) node.fail('needs tokenFile (a file holding the access token)');
   const caFile = absolutePath(node.child('caFile'), false);
+  const assessment = absolutePath(node.child('assessment'), false);
   return {
+    ...(assessment ? { assessment } : {}),
     url,
     ...(tokenFile ? { tokenFile } : {}),
     ...(token ? { token } : {}),
@@ -122,6 +137,7 @@ export const feederSection: ConfigSection<FeederConfig> = {
   paths: {
     'sources.*.tokenFile': 'file',
     'sources.*.caFile': 'file',
+    'sources.*.assessment': 'file',
     'pkcs11.*.module': 'file',
     'pkcs11.*.pinFile': 'file',
     'files.*.path': 'file',
@@ -136,13 +152,18 @@ export const feederSection: ConfigSection<FeederConfig> = {
     'health.minEntropyPerByte': 'number',
     'health.assessment': 'string',
     'health.fips140': 'boolean',
+    combine: 'string',
+    onDropOut: 'string',
     'status.file': 'string',
   },
   validate(node, context) {
-    node.object(['enabled', 'sources', 'health', 'buffer', 'kernel', 'pkcs11', 'files', 'status']);
+    node.object(['enabled', 'sources', 'combine', 'onDropOut', 'health', 'buffer', 'kernel', 'pkcs11', 'files', 'status']);
     const enabled = node.child('enabled').boolean(false);
     const sources = list(node.child('sources')).map(validateSource);
     if (enabled && sources.length === 0) node.child('sources').fail('needs at least one entropy API ({"url": ..., "tokenFile": ...})');
+    const combine = oneOf(node.child('combine'), ['failover', 'all'] as const, 'failover');
+    if (combine === 'all' && sources.length < 2) node.child('combine').fail(`"all" combines two or more sources; feeder.sources has ${sources.length}`);
+    const onDropOut = oneOf(node.child('onDropOut'), ['continue', 'stop'] as const, 'continue');
 
     const h = node.child('health').object(['minEntropyPerByte', 'assessment', 'fips140', 'failureLimit', 'retryAfterMs']);
     // A `qentropy ea --json` file: its assessed H lowers minEntropyPerByte and caps the kernel credit.
@@ -188,6 +209,6 @@ export const feederSection: ConfigSection<FeederConfig> = {
       intervalMs: s.child('intervalMs').integer(5_000, { min: 100 }),
       listen,
     };
-    return { enabled, sources, health, buffer, kernel, pkcs11, files, status };
+    return { enabled, sources, combine, onDropOut, health, buffer, kernel, pkcs11, files, status };
   },
 };

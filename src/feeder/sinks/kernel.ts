@@ -43,10 +43,11 @@ export class KernelSink implements Sink {
     return this.options.bytes;
   }
 
-  async feed(bytes: Buffer): Promise<FeedOutcome> {
+  async feed(bytes: Buffer, maxCreditBitsPerByte?: number): Promise<FeedOutcome> {
     if (!this.device) throw new SinkError('kernel sink is not open', 'ECLOSED');
     try {
-      const creditedBits = this.device.addEntropy(bytes, this.options.creditBitsPerByte);
+      const credit = maxCreditBitsPerByte === undefined ? this.options.creditBitsPerByte : Math.min(this.options.creditBitsPerByte, maxCreditBitsPerByte);
+      const creditedBits = this.device.addEntropy(bytes, credit);
       this.device.reseedCrng();
       this.lastEntropyCount = this.device.entropyCount();
       return { bytes: bytes.length, creditedBits };

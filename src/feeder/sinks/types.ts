@@ -32,8 +32,12 @@ export interface Sink {
   open(): Promise<void>;
   /** Bytes the next feed wants (0: nothing to do right now, e.g. every slot refused seeds). */
   wants(): number;
-  /** Hands `bytes` on. The feeder zeroes them afterwards. Throws SinkError. */
-  feed(bytes: Buffer): Promise<FeedOutcome>;
+  /**
+   * Hands `bytes` on. The feeder zeroes them afterwards. Throws SinkError.
+   * `maxCreditBitsPerByte`: what the bytes are worth at most (the combining mode's credit);
+   * a crediting sink credits no more than that.
+   */
+  feed(bytes: Buffer, maxCreditBitsPerByte?: number): Promise<FeedOutcome>;
   /** Calls `wake` when the sink wants a feed before its timer (kernel pool wakeup). */
   watch?(wake: () => void): () => void;
   /** Sink-specific state for `feeder status` (e.g. PKCS#11 slots). */
