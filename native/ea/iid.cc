@@ -8,7 +8,8 @@
 // is settled. A statistic still unsettled after the last shuffle fails the test. Unlike the
 // tool, shuffling also ends as soon as the verdict is certain: once a statistic is too few
 // shuffles short of settling to make it in the shuffles left, or once the chi-square or LRS
-// test has failed (docs/ea.md "When the shuffling stops"). The shuffles come from xoshiro256** seeded from the OS CSPRNG (getrandom), one stream per thread.
+// test has failed (docs/ea.md "When the shuffling stops"). The shuffles come from
+// xoshiro256** seeded from the OS CSPRNG (getrandom), one stream per thread.
 #include <sys/random.h>
 
 #include <algorithm>
