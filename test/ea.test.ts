@@ -173,8 +173,44 @@ describe('IID track against NIST', () => {
       expectClose(s.value, ref.values[`Permutation testing: Unpermuted result ${name}`]!, name);
     }
     expect(Object.keys(iid.permutation.statistics)).toHaveLength(19);
-    expect(iid.permutation.passed).toBe(true); // NIST: passed; IID data settles every statistic
-    expect(iid.permutation.shuffles).toBeLessThan(10000);
+    // The failed chi-square test settles NIST's verdict, "not IID", so the permutation test
+    // is left undecided; with --full-permutation-test it runs to NIST's verdict, passed.
+    expect(iid.passed).toBe(false);
+    expect(iid.permutation.passed).toBeNull();
+    const full = await cli(['ea', path.join(vectors, 'rand8_short.bin'), '--iid', '--json', '--full-permutation-test']);
+    expect(full.code).toBe(0);
+    const fullIid = (JSON.parse(full.stdout) as EaJson).iid!;
+    expect(fullIid.permutation.passed).toBe(true); // NIST: passed; IID data settles every statistic
+    expect(fullIid.permutation.shuffles).toBeLessThan(10000);
+    for (const s of Object.values(fullIid.permutation.statistics)) expect(s.outcome).toBe('passed');
+    expect(fullIid.passed).toBe(false);
+  });
+
+  it('decides "not IID" on a random walk without running the 10,000 shuffles', async () => {
+    // 10^5 8-bit samples, each within 3 of the one before (mod 256): the raw output of a
+    // slow noise source. NIST's ea_iid runs all 10,000 shuffles on such data, each with a
+    // bzip2 compression; the failed chi-square test already settles the verdict.
+    const walk = new Uint8Array(100_000);
+    let x = 0;
+    let state = 7;
+    for (let i = 0; i < walk.length; i++) {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      x = (x + ((state >>> 16) % 7) + 253) & 0xff;
+      walk[i] = x;
+    }
+    const file = path.join(tmp, 'walk.bin');
+    fs.writeFileSync(file, walk);
+    const { code, stdout } = await cli(['ea', file, '--iid', '--json', '--threads', '1']);
+    expect(code).toBe(0);
+    const iid = (JSON.parse(stdout) as EaJson).iid!;
+    expect(iid.chi_square.passed).toBe(false);
+    expect(iid.passed).toBe(false);
+    expect(iid.permutation.shuffles).toBe(0); // one thread: the chi-square test runs first
+    expect(iid.permutation.passed).toBeNull();
+    for (const s of Object.values(iid.permutation.statistics)) expect(s).toMatchObject({ counts: [0, 0, 0], outcome: 'open' });
+    const text = await cli(['ea', file, '--iid', '--threads', '1']);
+    expect(text.stdout).toContain('permutation tests: not decided');
+    expect(text.stdout).toContain('IID assumption: REJECTED');
   });
 });
 

@@ -136,7 +136,21 @@ struct IidOptions {
   Progress progress;
   // 32 bytes seeding the shuffles; empty = fresh bytes from the OS CSPRNG.
   std::vector<uint8_t> seed;
+  // Stop shuffling once a statistic can no longer settle within `shuffles`: it fails, and
+  // with it the permutation test, whatever more shuffles show. (false: NIST's tool's loop,
+  // to the last shuffle; the tests compare the two.)
+  bool stop_on_failed_statistic = true;
+  // Stop shuffling once the chi-square or LRS test has failed: the verdict is "not IID"
+  // whatever the permutation test shows, which is then left undecided. (false: run the
+  // permutation test to its own verdict, as NIST's tool does.)
+  bool stop_on_failed_tests = true;
 };
+
+// A permutation statistic's fate under the counting rule (§5.1): passed once more than 5
+// shuffles came out >= it and more than 5 <= it; failed once that can no longer happen
+// within the shuffles left; open while neither (shuffling stopped because the verdict was
+// settled by another test or statistic).
+enum class StatisticOutcome : uint8_t { open, passed, failed };
 
 struct IidResult {
   double h_original = kNotApplicable;
@@ -152,8 +166,12 @@ struct IidResult {
   bool lrs_passed = false;
   std::array<double, kPermutationStatistics> unpermuted{};
   std::array<std::array<long, 3>, kPermutationStatistics> counts{};  // C[i][0..2]
+  std::array<StatisticOutcome, kPermutationStatistics> outcomes{};
   unsigned shuffles_run = 0;
   bool permutation_passed = false;
+  // false when shuffling stopped before the permutation test had a verdict of its own
+  // (the chi-square or LRS test had already failed), or ran no shuffles.
+  bool permutation_decided = false;
   bool passed = false;  // all three
 };
 

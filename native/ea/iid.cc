@@ -5,8 +5,11 @@
 // As in NIST's tool, a statistic stops being computed once it has been seen both above
 // (or equal to) and below (or equal to) its unpermuted value more than 5 times each
 // (C[i][0] + C[i][1] > 5 and C[i][1] + C[i][2] > 5); the shuffling ends when every statistic
-// is settled. A statistic still unsettled after the last shuffle fails the test. The
-// shuffles come from xoshiro256** seeded from the OS CSPRNG (getrandom), one stream per thread.
+// is settled. A statistic still unsettled after the last shuffle fails the test. Unlike the
+// tool, shuffling also ends as soon as the verdict is certain: once a statistic is too few
+// shuffles short of settling to make it in the shuffles left, or once the chi-square or LRS
+// test has failed (docs/ea.md "When the shuffling stops"). The shuffles come from
+// xoshiro256** seeded from the OS CSPRNG (getrandom), one stream per thread.
 #include <sys/random.h>
 
 #include <algorithm>
@@ -427,25 +430,39 @@ uint64_t splitmix(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-struct PermutationOutcome {
+// The counting rule (§5.1, as NIST's tool applies it): a statistic passes once more than 5
+// shuffles came out above or equal and more than 5 below or equal; still short of either
+// after the last shuffle, it fails. `left` shuffles may still be counted, so a statistic
+// short by more than `left` can no longer pass: its failure is already certain.
+bool settled(const std::array<long, 3>& c) { return c[0] + c[1] > 5 && c[1] + c[2] > 5; }
+bool cannot_settle(const std::array<long, 3>& c, long left) { return c[0] + c[1] + left <= 5 || c[1] + c[2] + left <= 5; }
+
+struct PermutationRun {
   std::array<std::array<long, 3>, kPermutationStatistics> counts{};
+  std::array<StatisticOutcome, kPermutationStatistics> outcomes{};
   unsigned shuffles = 0;
-  bool passed = false;
+  bool passed = false, decided = false;
 };
 
 // `warm` is the scratch the unpermuted statistics were computed with: the first thread
 // takes it over, so its ~9 MB of compression buffers are not allocated and faulted in again.
 // `alongside` is other work that the second thread does before it starts shuffling (the
-// only thread does it first), so that with two threads it costs no time.
-PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOptions& options, Scratch&& warm,
-                                    const std::function<void()>& alongside) {
-  PermutationOutcome out;
+// only thread does it first), so that with two threads it costs no time; it returns false
+// when it has settled the verdict ("not IID") on its own, which ends the shuffling.
+//
+// The shuffling also ends once a statistic can no longer settle (the track fails whatever
+// the other statistics do) or every one has settled. Either way each statistic's outcome is
+// the one NIST's tool would reach on the same shuffles, since counting on could not change it.
+PermutationRun permutation_test(const Data& d, const Stats& t, const IidOptions& options, Scratch&& warm,
+                                const std::function<bool()>& alongside) {
+  PermutationRun out;
   Active active;
   active.fill(true);
   std::mutex lock;
   std::atomic<unsigned> claimed{0}, finished{0};
-  std::atomic<bool> settled{false};
+  std::atomic<bool> stop{false};
   const unsigned threads = std::max(1u, options.threads);
+  const long total = options.shuffles;
   std::vector<uint8_t> seed = options.seed;
   if (seed.size() < 32) {
     seed.resize(32);
@@ -456,9 +473,9 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
     jobs.emplace_back([&, th] {
       if (th == std::min(1u, threads - 1)) {
         try {
-          alongside();
+          if (!alongside() && options.stop_on_failed_tests) stop = true;
         } catch (...) {
-          settled = true;  // no point shuffling on: the assessment fails with this error
+          stop = true;  // no point shuffling on: the assessment fails with this error
           throw;
         }
       }
@@ -479,7 +496,7 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
       std::vector<uint8_t> raw(raw_is_symbol ? 0 : d.n);
       Scratch w = th == 0 ? std::move(warm) : Scratch{};
       Stats tp{};
-      while (!settled.load() && claimed.fetch_add(1) < options.shuffles) {
+      while (!stop.load() && claimed.fetch_add(1) < options.shuffles) {
         // Reshuffling the previous permutation is as uniform as shuffling the original.
         shuffle(sym, rng);
         Active on;
@@ -492,29 +509,41 @@ PermutationOutcome permutation_test(const Data& d, const Stats& t, const IidOpti
         compute(d, sym.data(), raw_is_symbol ? sym.data() : raw.data(), on, tp, w);
         {
           const std::lock_guard<std::mutex> g(lock);
-          bool all_settled = true;
+          if (stop.load()) break;  // settled meanwhile: this shuffle cannot change a verdict
+          ++out.shuffles;
+          const long left = total - static_cast<long>(out.shuffles);
+          bool all_settled = true, one_failed = false;
           for (size_t j = 0; j < static_cast<size_t>(kPermutationStatistics); ++j) {
             if (active[j] && on[j]) {
               auto& c = out.counts[j];
               if (tp[j] > t[j]) ++c[0];
               else if (tp[j] == t[j]) ++c[1];
               else ++c[2];
-              if (c[0] + c[1] > 5 && c[1] + c[2] > 5) active[j] = false;
+              if (settled(c)) active[j] = false;
             }
             all_settled = all_settled && !active[j];
+            one_failed = one_failed || (active[j] && cannot_settle(out.counts[j], left));
           }
-          ++out.shuffles;
-          if (all_settled) settled = true;
+          if (all_settled || (one_failed && options.stop_on_failed_statistic)) stop = true;
         }
         const unsigned f = finished.fetch_add(1) + 1;
-        if (options.progress && (f % 16 == 0 || settled.load())) options.progress(settled.load() ? options.shuffles : f, options.shuffles);
+        if (options.progress && (f % 16 == 0 || stop.load())) options.progress(stop.load() ? options.shuffles : f, options.shuffles);
       }
     });
   }
   detail::run_jobs(jobs, threads, {});
-  out.passed = true;
-  for (const auto& c : out.counts)
-    if (c[0] + c[1] <= 5 || c[1] + c[2] <= 5) out.passed = false;
+  const long left = total - static_cast<long>(out.shuffles);
+  bool all_passed = true, one_failed = false;
+  for (size_t j = 0; j < out.counts.size(); ++j) {
+    const auto& c = out.counts[j];
+    out.outcomes[j] = settled(c) ? StatisticOutcome::passed
+                      : cannot_settle(c, left) ? StatisticOutcome::failed
+                                               : StatisticOutcome::open;
+    all_passed = all_passed && out.outcomes[j] == StatisticOutcome::passed;
+    one_failed = one_failed || out.outcomes[j] == StatisticOutcome::failed;
+  }
+  out.passed = all_passed;
+  out.decided = all_passed || one_failed;
   return out;
 }
 
@@ -569,7 +598,7 @@ IidResult assess_iid(const Samples& s, const IidOptions& options) {
   }
   // The chi-square and LRS tests need nothing of the permutation test's: with two threads
   // they run while the first thread shuffles.
-  auto independent_tests = [&] {
+  auto independent_tests = [&]() -> bool {
     const std::vector<double> p = proportions(s.symbols.data(), n, k);
     r.independence = independence(s.symbols.data(), n, k, p);
     r.goodness_of_fit = goodness_of_fit(s.symbols.data(), n, k, p);
@@ -591,6 +620,7 @@ IidResult assess_iid(const Samples& s, const IidOptions& options) {
       r.lrs_probability = static_cast<double>(1.0L - expl(pairs * no_collision_per_pair));
       r.lrs_passed = logl(0.999L) >= pairs * no_collision_per_pair;
     }
+    return r.chi_square_passed && r.lrs_passed;  // else the verdict is "not IID" already
   };
 
   double sum = 0;
@@ -599,10 +629,12 @@ IidResult assess_iid(const Samples& s, const IidOptions& options) {
   Scratch w;
   r.unpermuted = unpermuted_statistics(d, w);
   if (options.shuffles > 0) {
-    const PermutationOutcome o = permutation_test(d, r.unpermuted, options, std::move(w), independent_tests);
+    const PermutationRun o = permutation_test(d, r.unpermuted, options, std::move(w), independent_tests);
     r.counts = o.counts;
+    r.outcomes = o.outcomes;
     r.shuffles_run = o.shuffles;
     r.permutation_passed = o.passed;
+    r.permutation_decided = o.decided;
   } else {
     independent_tests();
   }

@@ -2,7 +2,7 @@
 //   eaAssess(data, options, onProgress?) -> Promise<result>
 //       data: Uint8Array, one sample per byte (read in place: it must not change until the
 //       promise settles). options: {bitsPerSymbol (0 = infer), nonIid, iid, conditioned,
-//       truncate, threads, shuffles, restartEntropy (assess data as a 1000x1000 restart
+//       truncate, threads, shuffles, fullPermutationTest, restartEntropy (assess data as a 1000x1000 restart
 //       matrix against this H_I)}. Runs on the libuv pool with its own threads inside;
 //       onProgress(done, total) arrives on the event loop. Bad input rejects with an Error
 //       whose code is 'EA_INPUT'.
@@ -33,6 +33,7 @@ struct Request {
   bool truncate = false;
   unsigned threads = 1;
   unsigned shuffles = 10000;
+  bool full_permutation_test = false;
   std::optional<double> restart_entropy;
 };
 
@@ -61,6 +62,15 @@ Napi::Object chi_to_js(Napi::Env env, const qe::ea::ChiSquare& c) {
   return o;
 }
 
+const char* outcome_name(qe::ea::StatisticOutcome o) {
+  switch (o) {
+    case qe::ea::StatisticOutcome::passed: return "passed";
+    case qe::ea::StatisticOutcome::failed: return "failed";
+    case qe::ea::StatisticOutcome::open: break;
+  }
+  return "open";
+}
+
 Napi::Object iid_to_js(Napi::Env env, const qe::ea::IidResult& r) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("mostCommonLiteral", number_or_null(env, r.most_common_literal));
@@ -85,11 +95,13 @@ Napi::Object iid_to_js(Napi::Env env, const qe::ea::IidResult& r) {
     Napi::Array c = Napi::Array::New(env, 3);
     for (uint32_t j = 0; j < 3; ++j) c.Set(j, static_cast<double>(r.counts[i][j]));
     s.Set("counts", c);
+    s.Set("outcome", outcome_name(r.outcomes[i]));
     stats.Set(i, s);
   }
   o.Set("permutation", stats);
   o.Set("shuffles", r.shuffles_run);
-  o.Set("permutationPassed", r.permutation_passed);
+  // null: shuffling stopped before the permutation test had a verdict of its own.
+  o.Set("permutationPassed", r.permutation_decided ? Napi::Value(Napi::Boolean::New(env, r.permutation_passed)) : env.Null());
   o.Set("passed", r.passed);
   return o;
 }
@@ -159,6 +171,7 @@ class AssessWorker : public Napi::AsyncWorker {
           o.truncate = request_.truncate;
           o.threads = request_.threads;
           o.shuffles = request_.shuffles;
+          o.stop_on_failed_tests = !request_.full_permutation_test;
           o.progress = progress_for();
           iid_ = qe::ea::assess_iid(samples_, o);
         }
@@ -248,6 +261,7 @@ Napi::Value Assess(const Napi::CallbackInfo& info) {
   r.truncate = flag(o, "truncate", false);
   r.threads = std::max(1u, count_option(env, o, "threads", 1, 1024));
   r.shuffles = count_option(env, o, "shuffles", 10000, 10000);
+  r.full_permutation_test = flag(o, "fullPermutationTest", false);
   if (o.Has("restartEntropy") && !o.Get("restartEntropy").IsUndefined()) {
     if (!o.Get("restartEntropy").IsNumber()) throw Napi::TypeError::New(env, "restartEntropy must be a number");
     r.restart_entropy = o.Get("restartEntropy").As<Napi::Number>().DoubleValue();

@@ -34,6 +34,11 @@ export interface AssessOptions {
   threads?: number;
   /** Permutation-test shuffles (default 10,000, SP 800-90B §5.1). */
   shuffles?: number;
+  /**
+   * Run the permutation test to its own verdict even when the chi-square or LRS test has
+   * already rejected IID (NIST's tool does; by default shuffling stops there).
+   */
+  fullPermutationTest?: boolean;
   onProgress?: (done: number, total: number) => void;
   /** assessFile: the most bytes read from the file (default and upper bound 2 GiB - 1); a longer input is refused. */
   maxInputBytes?: number;
@@ -118,6 +123,7 @@ export async function assessBytes(data: Uint8Array, options: AssessOptions = {})
         truncate: options.truncate ?? false,
         threads: options.threads ?? 1,
         ...(options.shuffles !== undefined ? { shuffles: options.shuffles } : {}),
+        fullPermutationTest: options.fullPermutationTest ?? false,
         ...(options.restartEntropy !== undefined ? { restartEntropy: options.restartEntropy } : {}),
       },
       onProgress,

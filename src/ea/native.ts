@@ -18,6 +18,12 @@ export interface NativeChiSquare {
   pValue: number;
 }
 
+/**
+ * A permutation statistic under the counting rule: passed (settled), failed (can no longer
+ * settle within the shuffles), open (shuffling stopped first, the verdict being settled).
+ */
+export type StatisticOutcome = 'passed' | 'failed' | 'open';
+
 export interface NativeIid {
   mostCommonLiteral: number | null;
   mostCommonBitstring: number | null;
@@ -28,9 +34,10 @@ export interface NativeIid {
   goodnessOfFit: NativeChiSquare;
   chiSquarePassed: boolean;
   lrs: { collisionProbability: number; length: number; probability: number; passed: boolean };
-  permutation: { name: string; value: number; counts: [number, number, number] }[];
+  permutation: { name: string; value: number; counts: [number, number, number]; outcome: StatisticOutcome }[];
   shuffles: number;
-  permutationPassed: boolean;
+  /** null: shuffling stopped (verdict already settled by the chi-square or LRS test) before the permutation test had one. */
+  permutationPassed: boolean | null;
   passed: boolean;
 }
 
@@ -62,6 +69,7 @@ export interface NativeAssessOptions {
   truncate?: boolean;
   threads?: number;
   shuffles?: number;
+  fullPermutationTest?: boolean;
   /** Assess the data as a 1000 x 1000 restart matrix against this initial estimate. */
   restartEntropy?: number;
 }

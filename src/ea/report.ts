@@ -1,6 +1,6 @@
 // The report of an assessment: the JSON that `qentropy ea --json` prints (its key names are
 // an interface other tools read: docs/ea.md) and the text report.
-import type { NativeAssessment, NativeEstimates } from './native.js';
+import type { NativeAssessment, NativeEstimates, StatisticOutcome } from './native.js';
 import { ESTIMATORS } from './assess.js';
 
 type Estimates = Record<string, number | null>;
@@ -27,7 +27,11 @@ export interface EaJson {
       passed: boolean;
     };
     lrs: { p_col: number; w: number; probability: number; passed: boolean };
-    permutation: { statistics: Record<string, { value: number; counts: [number, number, number] }>; shuffles: number; passed: boolean };
+    permutation: {
+      statistics: Record<string, { value: number; counts: [number, number, number]; outcome: StatisticOutcome }>;
+      shuffles: number;
+      passed: boolean | null;
+    };
     passed: boolean;
   };
   restart?: {
@@ -72,7 +76,7 @@ export function toJson(a: NativeAssessment, restartEntropy?: number): EaJson {
       chi_square: { independence: chi(i.independence), goodness_of_fit: chi(i.goodnessOfFit), passed: i.chiSquarePassed },
       lrs: { p_col: i.lrs.collisionProbability, w: i.lrs.length, probability: i.lrs.probability, passed: i.lrs.passed },
       permutation: {
-        statistics: Object.fromEntries(i.permutation.map((s) => [s.name, { value: s.value, counts: s.counts }])),
+        statistics: Object.fromEntries(i.permutation.map((s) => [s.name, { value: s.value, counts: s.counts, outcome: s.outcome }])),
         shuffles: i.shuffles,
         passed: i.permutationPassed,
       },
@@ -116,6 +120,13 @@ const LABELS: Record<string, string> = {
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '-' : v.toFixed(6));
 const verdict = (ok: boolean) => (ok ? 'passed' : 'FAILED');
 
+const OUTCOME_MARK: Record<StatisticOutcome, string> = { passed: '', failed: ' *', open: ' ?' };
+
+function permutationVerdict(passed: boolean | null): string {
+  if (passed === null) return 'not decided (? = open statistic: shuffling stopped, the chi-square or LRS test having failed)';
+  return passed ? 'passed' : 'FAILED (* = statistic that can no longer settle; ? = still open when shuffling stopped)';
+}
+
 /** A readable report (docs/ea.md "Reading the report"). */
 export function formatText(j: EaJson, source: string): string {
   const lines: string[] = [];
@@ -154,13 +165,12 @@ export function formatText(j: EaJson, source: string): string {
     lines.push(`  permutation tests (${i.permutation.shuffles} shuffles):`);
     lines.push(`    ${'statistic'.padEnd(24)} ${'value'.padStart(16)}   above  equal  below`);
     for (const [name, s] of Object.entries(i.permutation.statistics)) {
-      const settled = s.counts[0] + s.counts[1] > 5 && s.counts[1] + s.counts[2] > 5;
       const value = Number.isInteger(s.value) ? String(s.value) : s.value.toFixed(6);
       lines.push(
-        `    ${(name + (settled ? '' : ' *')).padEnd(24)} ${value.padStart(16)} ${String(s.counts[0]).padStart(7)} ${String(s.counts[1]).padStart(6)} ${String(s.counts[2]).padStart(6)}`,
+        `    ${(name + OUTCOME_MARK[s.outcome]).padEnd(24)} ${value.padStart(16)} ${String(s.counts[0]).padStart(7)} ${String(s.counts[1]).padStart(6)} ${String(s.counts[2]).padStart(6)}`,
       );
     }
-    lines.push(`  permutation tests: ${verdict(i.permutation.passed)}${i.permutation.passed ? '' : ' (* = unsettled statistic)'}`);
+    lines.push(`  permutation tests: ${permutationVerdict(i.permutation.passed)}`);
     lines.push(`  IID assumption: ${i.passed ? 'supported' : 'REJECTED: use the non-IID estimate'}`);
     lines.push(`  assessed min-entropy (if IID): ${fmt(i.h_assessed)} bits per sample`);
   }

@@ -1,7 +1,7 @@
 // `qentropy ea FILE`: SP 800-90B entropy assessment of a file of samples, one per byte, like
 // NIST's ea_non_iid / ea_iid / ea_restart but fast (docs/ea.md).
 //   qentropy ea FILE [--bits-per-symbol K] [--iid | --non-iid | --both] [--conditioned]
-//                [--truncate] [--restart H_I] [--threads N] [--json]
+//                [--truncate] [--full-permutation-test] [--restart H_I] [--threads N] [--json]
 // A progress bar on stderr when it is a terminal. Exit 0 when the assessment completes (the
 // numbers are in the output), 2 for bad input.
 import os from 'node:os';
@@ -20,6 +20,7 @@ interface EaCliOptions {
   both?: boolean;
   conditioned?: boolean;
   truncate?: boolean;
+  fullPermutationTest?: boolean;
   restart?: string;
   threads?: string;
   json?: boolean;
@@ -70,6 +71,7 @@ async function runEaCommand(file: string, opts: EaCliOptions): Promise<void> {
       track,
       conditioned: opts.conditioned ?? false,
       truncate: opts.truncate ?? false,
+      fullPermutationTest: opts.fullPermutationTest ?? false,
       threads,
       ...(restartEntropy !== undefined ? { restartEntropy } : {}),
       ...(bar ? { onProgress: (done: number, total: number) => bar.update(done, total, `${Math.round((100 * done) / total)}%`) } : {}),
@@ -95,6 +97,10 @@ export function registerEa(program: Command): void {
     .option('--both', 'both tracks')
     .option('--conditioned', "conditioned output (3.1.5.2): assess the bitstring only (NIST's -c)")
     .option('--truncate', "cut the bitstring to 10^6 bits (NIST's -t)")
+    .option(
+      '--full-permutation-test',
+      "run the IID permutation test to its own verdict even after the chi-square or LRS test rejected IID (as NIST's ea_iid does)",
+    )
     .option('--restart <h>', 'restart tests (3.1.4): FILE is 1000 restarts x 1000 samples, checked against H_I = h')
     .option('--threads <n>', 'worker threads (default: every core)')
     .option('--json', 'print JSON (docs/ea.md lists the keys)')
