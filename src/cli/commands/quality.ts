@@ -75,6 +75,20 @@ function positiveInt(text: string | undefined, flag: string, fallback: number, m
   return Number(text);
 }
 
+/**
+ * Says at once why the entropy API does not answer (connection refused, 503, ...) instead of
+ * staying silent until the draw timeout: the first failure always, each retry on a terminal.
+ */
+function reportRetries(drawTimeoutSeconds: number, err: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr) {
+  return ({ error, attempt, delayMs }: { error: Error; attempt: number; delayMs: number }): void => {
+    if (attempt === 1) {
+      err.write(`qentropy: entropy API: ${error.message}; retrying for up to ${drawTimeoutSeconds} s (quality.drawTimeoutSeconds)\n`);
+    } else if (err.isTTY === true) {
+      err.write(`qentropy: entropy API: attempt ${attempt} failed: ${error.message}; next in ${(delayMs / 1000).toFixed(1)} s\n`);
+    }
+  };
+}
+
 function bitSource(options: QualityRunOptions, config: QentropyConfig): QualityBitSource {
   const q = config.quality;
   const url = options.url ?? (q.source === 'entropy-api' && !options.source ? q.entropyApi?.url : undefined);
@@ -90,7 +104,12 @@ function bitSource(options: QualityRunOptions, config: QentropyConfig): QualityB
     }
     if (!token) throw new CliError('an entropy API needs a token: set QENTROPY_TOKEN or pass --token-file');
     const caFile = options.caFile ?? (options.url ? undefined : q.entropyApi?.caFile);
-    return new EntropyApiSource({ url, token, ...(caFile ? { ca: fs.readFileSync(caFile) } : {}) });
+    return new EntropyApiSource({
+      url,
+      token,
+      ...(caFile ? { ca: fs.readFileSync(caFile) } : {}),
+      onRetry: reportRetries(q.drawTimeoutSeconds),
+    });
   }
   const specText = options.source ?? q.localSource ?? config.entropy.source;
   let spec;
