@@ -83,6 +83,37 @@ describeEachEngine('quality page server', (engine) => {
     expect(await missing.json()).toMatchObject({ message: 'not found' });
   });
 
+  it('answers HEAD wherever it answers GET: same status and headers, no body (issue 27)', async () => {
+    const paths = [
+      '/', '/assets/app.js', '/assets/page.css', '/page/v1/timeline', '/page/v1/runs/latest', `/page/v1/runs/${ids.fail}`,
+      `/page/v1/runs/${ids.fail}/bits`, '/page/v1/failing', '/page/v1/events', `/runs/${ids.fail}/report.html`,
+      '/api/v1/logs', '/api/v1/failing_logs', '/api/v1/failing_random?randsize=8', '/api/v1/runs', `/api/v1/runs/${ids.fail}`, '/metrics',
+    ];
+    for (const p of paths) {
+      const controller = new AbortController();
+      const got = await fetch(`${base}${p}`, { signal: controller.signal });
+      controller.abort(); // the event stream stays open: its status and headers are enough
+      const head = await fetch(`${base}${p}`, { method: 'HEAD' });
+      expect(head.status, p).toBe(got.status);
+      expect(head.status, p).toBe(200);
+      expect(head.headers.get('content-type'), p).toBe(got.headers.get('content-type'));
+      expect(await head.text(), p).toBe('');
+    }
+    const missing = await fetch(`${base}/page/v1/runs/999999`, { method: 'HEAD' });
+    expect(missing.status).toBe(404);
+  });
+
+  it('answers a method a page route does not take with 405 and Allow, as the APIs do (issue 27)', async () => {
+    for (const [method, p] of [['POST', '/'], ['POST', '/page/v1/timeline'], ['DELETE', `/page/v1/runs/${ids.fail}`], ['PUT', '/assets/app.js'], ['POST', '/page/v1/events'], ['POST', '/api/v1/logs'], ['DELETE', '/metrics']] as const) {
+      const r = await fetch(`${base}${p}`, { method });
+      expect(r.status, `${method} ${p}`).toBe(405);
+      expect(r.headers.get('allow'), `${method} ${p}`).toBe('GET, HEAD');
+      expect(await r.json()).toEqual({ message: `method ${method} not allowed`, details: [{ allow: ['GET', 'HEAD'] }] });
+    }
+    const unknown = await fetch(`${base}/page/v1/nope`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+  });
+
   it('timeline: runs of the period, oldest first, errors included, with their criteria', async () => {
     const body = (await (await get('/page/v1/timeline')).json()) as { hours: number; retentionHours: number; runs: { id: number; status: string; nist: boolean | null; strict: boolean; nistRate: number | null }[] };
     expect(body.hours).toBe(24);

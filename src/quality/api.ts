@@ -37,7 +37,14 @@ export interface QualityAppOptions {
   streamChunkBytes?: number;
 }
 
-const ROUTES = ['/api/v1/logs', '/api/v1/failing_logs', '/api/v1/failing_random', '/api/v1/runs'];
+/** What a path served by GET also answers (RFC 9110 §9.3.2: HEAD wherever GET is). */
+const ALLOWED_METHODS = ['GET', 'HEAD'];
+
+/** `/api/v1/runs/:id` -> a RegExp matching the concrete paths of that route. */
+function routePattern(url: string): RegExp {
+  const parts = url.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${parts.join('/')}$`);
+}
 
 interface ErrorBody {
   message: string;
@@ -58,7 +65,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     // Request lines only when asked for (default off, as for every role's listener).
     logController: new LogController({ disableRequestLogging: options.logRequests !== true }),
     bodyLimit: 1024,
-    exposeHeadRoutes: false,
+    exposeHeadRoutes: true,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     serverFactory: (handler) => createListener(handler, options.tls),
@@ -83,11 +90,19 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     return sendError(reply, 500, { message: 'internal server error', details: [] });
   });
 
+  // Every GET route, the APIs' and the page's (registered later on this app), so that
+  // another method on one of its paths is a 405 naming what is allowed, not a 404.
+  const getRoutes: RegExp[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (methods.includes('GET')) getRoutes.push(routePattern(route.url));
+  });
+
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;
-    if (ROUTES.includes(path) || /^\/api\/v1\/runs\/[^/]+$/.test(path)) {
-      reply.header('allow', 'GET');
-      return sendError(reply, 405, { message: `method ${request.method} not allowed`, details: [{ allow: ['GET'] }] });
+    if (getRoutes.some((pattern) => pattern.test(path))) {
+      reply.header('allow', ALLOWED_METHODS.join(', '));
+      return sendError(reply, 405, { message: `method ${request.method} not allowed`, details: [{ allow: ALLOWED_METHODS }] });
     }
     return sendError(reply, 404, { message: 'not found', details: [{ path: path.slice(0, 200) }] });
   });
