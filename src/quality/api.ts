@@ -5,7 +5,7 @@
 //   GET /api/v1/failing_random?num=&randsize=
 //   GET /api/v1/runs?num=          (beyond the spec: newest runs, errors included)
 //   GET /api/v1/runs/{id}          (beyond the spec: the full per-run report)
-//   GET /metrics                    (Prometheus: the newest run's SP 800-90B min-entropy)
+//   GET /metrics                    (Prometheus: the newest run, its verdict and min-entropy, run counts)
 // Responses that carry `random` are streamed: up to 100 records x 5,242,880 characters is
 // about 500 MB of JSON, so the bits are read from storage in slices and expanded to text
 // chunk by chunk (native), at the pace the client reads.
@@ -35,6 +35,8 @@ export interface QualityAppOptions {
   retryAfterSeconds?: number;
   /** Bytes of stored bits read (and expanded) per step of a streamed response (default 64 KiB). */
   streamChunkBytes?: number;
+  /** The schedule's interval, for /metrics (the role's `intervalSeconds`). */
+  intervalSeconds?: number;
 }
 
 /** What a path served by GET also answers (RFC 9110 §9.3.2: HEAD wherever GET is). */
@@ -127,7 +129,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     return stream(reply, failedRandoms(runs, q.randsize));
   });
 
-  const metrics = createQualityMetrics(store);
+  const metrics = createQualityMetrics(store, options.intervalSeconds !== undefined ? { intervalSeconds: options.intervalSeconds } : {});
   app.get('/metrics', async (_request, reply) => {
     const text = await metrics.metrics();
     return reply.type(metrics.contentType).send(text);

@@ -80,6 +80,7 @@ export class QualityRole implements Role {
         ...(tls ? { tls } : {}),
         logger: { level: this.logger.level, base: { role: 'quality' } },
         logRequests: config.logRequests,
+        intervalSeconds: config.intervalSeconds,
       });
       await registerQualityPage(this.app, { store, retentionDays: config.retentionDays });
       await this.app.listen({ host: config.listen.host, port: config.listen.port });
