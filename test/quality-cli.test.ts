@@ -70,3 +70,12 @@ describe('quality run --url to an entropy API that is down', () => {
     );
   }, 60_000);
 });
+
+describe('quality run from a local source', () => {
+  it('names the source as the daemon does: "pool (getrandom)"', async () => {
+    const config = writeConfig('local', {});
+    const result = await cli(['quality', 'run', '--config', config, '--source', 'getrandom', '--streams', '1', '--bits', '1000', '--json']);
+    expect(result.code, result.stderr).not.toBe(1);
+    expect((JSON.parse(result.stdout) as { source: string }).source).toBe('pool (getrandom)');
+  }, 60_000);
+});

@@ -228,18 +228,24 @@ describe('quality page in a real browser', () => {
     await w.page.close();
   });
 
-  it('says so when no run is stored yet, without an error', async () => {
+  it('says so when no run is stored yet, and when the first one is due, without an error', async () => {
     const emptyDb = await openDatabase({ url: `sqlite:${path.join(dir, 'empty.db')}` });
     const emptyStore = await QualityStore.open(emptyDb);
     const empty = await buildQualityApp({ store: emptyStore, logger: false });
-    await registerQualityPage(empty, { store: emptyStore });
+    // firstRunDelaySeconds: 600 (issue 27: the page said "takes about a minute").
+    const firstRunAt = Date.now() + 600_000;
+    await registerQualityPage(empty, { store: emptyStore, schedule: () => ({ intervalSeconds: 600, drawTimeoutSeconds: 300, nextRunAt: firstRunAt }) });
     await empty.listen({ host: '127.0.0.1', port: 0 });
     try {
       const address = empty.server.address();
       const w = await watchedPage();
       await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
       await w.page.waitForSelector('body[data-ready="true"]');
-      expect(await w.page.locator('#now-body').innerText()).toContain('No run is stored yet');
+      const text = await w.page.locator('#now-body').innerText();
+      expect(text).toContain('No run is stored yet');
+      expect(text).toContain(`The first run is due at ${new Date(firstRunAt).toISOString().slice(11, 16)} UTC (in about `);
+      expect(text).toMatch(/in about (9|10) minutes/);
+      expect(text).not.toContain('about a minute');
       expect(await w.page.locator('#timeline-chart a.mark').count()).toBe(0);
       expect(w.problems).toEqual([]);
       await w.page.close();

@@ -159,6 +159,17 @@ describeEachEngine('quality page server', (engine) => {
     }
   });
 
+  it('says which parameter is wrong where: a path id is a path parameter; a path taking no query says so (issue 27)', async () => {
+    for (const p of ['/page/v1/runs/abc', '/api/v1/runs/0', '/runs/x/report.html']) {
+      const body = (await (await get(p)).json()) as { message: string };
+      expect(body.message, p).toBe('invalid path parameter id: must be a positive integer run id');
+    }
+    for (const p of [`/page/v1/runs/${ids.pass}?x=1`, `/api/v1/runs/${ids.pass}?x=1`]) {
+      const body = (await (await get(p)).json()) as { message: string };
+      expect(body.message, p).toBe('invalid query parameter x: unknown parameter (this path takes none)');
+    }
+  });
+
   it("serves a run folded to 15 tests with the battery's flags, and the latest one", async () => {
     const latest = (await (await get('/page/v1/runs/latest')).json()) as { id: number };
     expect(latest.id).toBe(ids.pass);
@@ -332,7 +343,11 @@ describe('quality role', () => {
       const page = await fetch(`${url}/`);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-security-policy')).toBe(PAGE_CSP);
-      expect(((await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[] }).runs).toEqual([]);
+      const timeline = (await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[]; schedule: { intervalSeconds: number; drawTimeoutSeconds: number; nextRunAt: number } };
+      expect(timeline.runs).toEqual([]);
+      // The page says when the first run is due (firstRunDelaySeconds: 3600), not "about a minute".
+      expect(timeline.schedule).toMatchObject({ intervalSeconds: 3600, drawTimeoutSeconds: 60 });
+      expect(timeline.schedule.nextRunAt).toBeGreaterThan(Date.now() + 3_000_000);
       expect((await fetch(`${url}/page/v1/runs/latest`)).status).toBe(204);
       expect((await fetch(`${url}/page/v1/timeline?hours=721`)).status).toBe(400);
 

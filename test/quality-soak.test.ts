@@ -13,7 +13,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { resolveConfig } from '../src/config/index.js';
-import { buildRoles, runRoles, type EntropyRole } from '../src/roles/index.js';
+import { buildRoles, runRoles, type EntropyRole, type QualityRole } from '../src/roles/index.js';
 import { repoRoot } from './helpers/package.js';
 
 const RUNS = 20;
@@ -79,9 +79,13 @@ describe('quality runs on the quick-start config with no client traffic', () => 
       expect(pool.bytesToQuality).toBeGreaterThanOrEqual((RUNS * LAYOUT.streams * LAYOUT.bitsPerStream) / 8);
       // More than the pool ever held above its low-water mark: the filler did refill it.
       expect(pool.bytesToQuality).toBeGreaterThan(pool.capacity - pool.lowWater);
+      // The source reads as `qentropy quality run` writes it (issue 27 item 12).
+      const quality = roles[1] as QualityRole;
+      const report = (await (await fetch(`${quality.address!.url}/api/v1/runs/${outcomes[0]!.run}`)).json()) as { source: string };
+      expect(report.source).toBe('pool (getrandom)');
     } finally {
       signals.emit('SIGTERM');
       await running;
     }
-  }, 300_000);
+  }, 600_000);
 });

@@ -18,7 +18,7 @@ import { answerClientError, createListener, type ListenerTls } from '../listener
 import { watchServer } from '../pqtls/index.js';
 import { bitsToText } from './bitstring.js';
 import { createQualityMetrics } from './metrics.js';
-import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
+import { ENDPOINT_PARAMS, parseQuery, parseRunId, QueryError } from './query.js';
 import { imfFixdate, simplify } from './record.js';
 import { StorageUnavailableError, type ListedRun, type QualityStore } from './store.js';
 
@@ -156,11 +156,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
 
   app.get<{ Params: { id: string } }>('/api/v1/runs/:id', async (request, reply) => {
     parseQuery(request.query, {});
-    const text = request.params.id;
-    if (!/^[0-9]{1,15}$/.test(text) || Number(text) < 1) {
-      throw new QueryError([{ parameter: 'id', problem: 'must be a positive integer run id', value: text.slice(0, 32) }]);
-    }
-    const id = Number(text);
+    const id = parseRunId(request.params.id);
     const report = await store.getReport(id);
     if (!report) return sendError(reply, 404, { message: `no quality run ${id}`, details: [{ id }] });
     return json(reply, { id, ...report });

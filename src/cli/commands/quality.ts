@@ -178,6 +178,7 @@ export async function printQualityReport(id: string | undefined, options: Qualit
       } catch (err) {
         throw new CliError(`--html: cannot write ${options.html}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
+      process.stderr.write(`qentropy: wrote the HTML report of run ${runId} to ${options.html}\n`);
     }
     out.write(options.json ? `${JSON.stringify({ id: runId, ...report }, null, 2)}\n` : formatRunReport({ id: runId, ...report }));
   } finally {

@@ -9,6 +9,8 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const state = {
   hours: 24,
   retentionHours: 24 * 90,
+  /** The service's schedule ({intervalSeconds, drawTimeoutSeconds, nextRunAt}), or null when unknown. */
+  schedule: /** @type {any} */ (null),
   /** @type {any[]} */ runs: [],
   now: Date.now(),
   /** Explicitly selected run id, or null to follow the newest. */
@@ -78,14 +80,27 @@ async function loadTimeline() {
   state.runs = data.runs;
   state.now = data.now;
   state.retentionHours = data.retentionHours;
+  state.schedule = data.schedule ?? null;
   drawRangeOptions();
   drawTimeline();
 }
 
+/** "14:05 UTC (in about 9 minutes)" for a time in ms since the epoch. */
+function dueText(at) {
+  const minutes = Math.round((at - Date.now()) / 60_000);
+  const clock = `${new Date(at).toISOString().slice(11, 16)} UTC`;
+  return minutes >= 1 ? `${clock} (in about ${minutes} minute${minutes === 1 ? '' : 's'})` : `${clock} (now)`;
+}
+
 function drawNow() {
-  $('now-body').innerHTML = state.latest
-    ? renderSummary(state.latest, { title: `Latest run ${state.latest.id}` })
-    : '<p>No run is stored yet: the first one starts when the service starts and takes about a minute.</p>';
+  if (state.latest) {
+    $('now-body').innerHTML = renderSummary(state.latest, { title: `Latest run ${state.latest.id}` });
+    return;
+  }
+  const next = state.schedule?.nextRunAt;
+  $('now-body').innerHTML = next
+    ? `<p>No run is stored yet. The first run is due at ${esc(dueText(next))}; its result appears here when it completes.</p>`
+    : '<p>No run is stored yet: runs appear here as they complete.</p>';
 }
 
 function drawSelected() {
@@ -196,6 +211,8 @@ async function start() {
     loadLatest().catch((err) => showError('now-body', err)),
     loadFailing(),
   ]);
+  // The empty state names the first run's time, which came with the timeline.
+  if (!state.latest && !$('now-body').querySelector('.problem')) drawNow();
   await loadSelected();
   connect();
   document.body.dataset.ready = 'true';
