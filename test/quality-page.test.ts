@@ -6,14 +6,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import pino from 'pino';
+import { request } from 'undici';
 
 import { main } from '../src/cli/main.js';
 import { buildQualityApp } from '../src/quality/api.js';
+import { chooseCoding } from '../src/quality/compression.js';
 import { KEPT_BITS, QualityStore } from '../src/quality/store.js';
 import { acceptanceBand, buildRunView, PAGE_CSP, registerQualityPage, renderHtmlReport, type RunViewInput } from '../src/quality-page/index.js';
 import { QualityRole } from '../src/roles/quality.js';
@@ -30,6 +33,20 @@ describe('acceptance band', () => {
     const [lo, hi] = acceptanceBand(0.01, 1000);
     expect(lo).toBeCloseTo(0.99 - 0.0094392, 6);
     expect(hi).toBeCloseTo(0.99 + 0.0094392, 6);
+  });
+});
+
+describe('content coding', () => {
+  it('takes brotli, else gzip, as Accept-Encoding allows (q=0 refuses, * stands for the rest)', () => {
+    expect(chooseCoding(undefined)).toBeUndefined();
+    expect(chooseCoding('identity')).toBeUndefined();
+    expect(chooseCoding('deflate')).toBeUndefined();
+    expect(chooseCoding('gzip, deflate, br, zstd')).toBe('br');
+    expect(chooseCoding('gzip')).toBe('gzip');
+    expect(chooseCoding('br;q=0, gzip;q=0.5')).toBe('gzip');
+    expect(chooseCoding('*')).toBe('br');
+    expect(chooseCoding('*;q=0.5, br;q=0')).toBe('gzip');
+    expect(chooseCoding('GZIP ; Q=1')).toBe('gzip');
   });
 });
 
@@ -71,6 +88,10 @@ describeEachEngine('quality page server', (engine) => {
     const html = await page.text();
     expect(html).toContain('<script type="module" src="/assets/app.js"></script>');
     expect(html).not.toMatch(/<script>|<style|style="|https?:\/\/(?!127)/);
+    // Links open in a browser tab: no 5 MB of bits as JSON per run (issue 27).
+    const sizes = [...html.matchAll(/randsize=(\d+)/g)].map((m) => Number(m[1]));
+    expect(sizes.length).toBeGreaterThan(0);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(1024);
     for (const [name, type] of [['app.js', 'text/javascript'], ['view.js', 'text/javascript'], ['page.css', 'text/css'], ['icon.svg', 'image/svg+xml']]) {
       const r = await get(`/assets/${name}`);
       expect(r.status).toBe(200);
@@ -112,6 +133,36 @@ describeEachEngine('quality page server', (engine) => {
     }
     const unknown = await fetch(`${base}/page/v1/nope`, { method: 'POST' });
     expect(unknown.status).toBe(404);
+  });
+
+  it('compresses JSON, the page and its assets with brotli or gzip as the client asks, never raw bits (issue 27)', async () => {
+    const raw = async (p: string, acceptEncoding?: string) => {
+      const r = await request(`${base}${p}`, { headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} });
+      return { status: r.statusCode, headers: r.headers, body: Buffer.from(await r.body.arrayBuffer()) };
+    };
+    const paths = ['/', '/assets/view.js', '/assets/page.css', '/page/v1/timeline?hours=48', `/page/v1/runs/${ids.fail}`, `/runs/${ids.fail}/report.html`, `/api/v1/runs/${ids.fail}`, `/api/v1/failing_random?randsize=5242880`];
+    for (const p of paths) {
+      const plain = await raw(p);
+      expect(plain.headers['content-encoding'], p).toBeUndefined();
+      const br = await raw(p, 'gzip, deflate, br');
+      expect(br.headers['content-encoding'], p).toBe('br');
+      expect(br.headers.vary, p).toContain('accept-encoding');
+      // (The timeline's "now" moves between two requests.)
+      const same = (a: Buffer) => a.toString('latin1').replace(/"now":\d+/, '') === plain.body.toString('latin1').replace(/"now":\d+/, '');
+      expect(same(zlib.brotliDecompressSync(br.body)), p).toBe(true);
+      expect(br.body.length, p).toBeLessThan(plain.body.length / 2);
+      const gz = await raw(p, 'gzip;q=1, br;q=0');
+      expect(gz.headers['content-encoding'], p).toBe('gzip');
+      expect(same(zlib.gunzipSync(gz.body)), p).toBe(true);
+    }
+    const bits = await raw(`/page/v1/runs/${ids.fail}/bits`, 'gzip, br');
+    expect(bits.headers['content-encoding']).toBeUndefined();
+    // A compressed asset still revalidates: its weak ETag matches.
+    const asset = await raw('/assets/view.js', 'br');
+    const again = await request(`${base}/assets/view.js`, { headers: { 'accept-encoding': 'br', 'if-none-match': String(asset.headers.etag) } });
+    await again.body.dump();
+    expect(String(asset.headers.etag)).toMatch(/^W\//);
+    expect(again.statusCode).toBe(304);
   });
 
   it('timeline: runs of the period, oldest first, errors included, with their criteria', async () => {

@@ -73,7 +73,8 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     const asset = assets.get(name)!;
     reply.header('etag', asset.etag).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
     if (name.endsWith('.html')) reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer');
-    if (ifNoneMatch === asset.etag) return reply.code(304).send();
+    // Weak comparison (RFC 9110 §13.1.2): a compressed copy carries the weak form W/"...".
+    if (ifNoneMatch === asset.etag || ifNoneMatch === `W/${asset.etag}`) return reply.code(304).send();
     return reply.type(asset.type).send(asset.body);
   }
 

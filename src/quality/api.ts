@@ -17,6 +17,7 @@ import type { LoggerOptions } from 'pino';
 import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
 import { watchServer } from '../pqtls/index.js';
 import { bitsToText } from './bitstring.js';
+import { registerCompression } from './compression.js';
 import { createQualityMetrics } from './metrics.js';
 import { ENDPOINT_PARAMS, parseQuery, parseRunId, QueryError } from './query.js';
 import { imfFixdate, simplify } from './record.js';
@@ -77,6 +78,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     },
   });
   if (options.tls) watchServer(app.server, { face: 'quality', log: app.log });
+  registerCompression(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof QueryError) return sendError(reply, 400, { message: error.message, details: error.details });
