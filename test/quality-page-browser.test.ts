@@ -197,6 +197,87 @@ describe('quality page in a real browser', () => {
     await w.page.close();
   });
 
+  it("a test found not uniform shows its failing sub-test's histogram, on a count axis (issue 27)", async () => {
+    const w = await openLive(`#run=${day.real.fail}`);
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    const cards = await w.page.$$eval('#selected-body article.test-card', (articles) =>
+      articles.map((a) => ({
+        test: a.getAttribute('data-test'),
+        subTest: a.querySelector('svg.histogram')!.getAttribute('data-sub-test'),
+        counts: [...a.querySelectorAll('svg.histogram rect.bar')].map((r) => Number(r.getAttribute('data-count'))),
+        axisMax: a.querySelector('svg.histogram text.count-max')?.textContent ?? null,
+        caption: a.querySelectorAll('p.caption')[1]!.textContent ?? '',
+      })),
+    );
+    const report = await storedReport(day.real.fail);
+    let shownSubTests = 0;
+    for (const card of cards) {
+      const subs = report.subTests.filter((st) => st.test === (card.test as TestName));
+      const judged = subs.filter((st) => st.uniformityP !== null);
+      const failing = subs.length > 1 && judged.some((st) => st.uniformityAssessed && !st.uniformityOk);
+      if (failing) {
+        // The label "not uniform" and the bins shown are the same sub-test's.
+        const worst = judged.reduce((a, b) => (b.uniformityP! < a.uniformityP! ? b : a));
+        expect(card.counts, card.test!).toEqual(worst.histogram);
+        expect(card.subTest, card.test!).toBe(worst.label);
+        expect(card.caption, card.test!).toContain("the histogram above is that sub-test's");
+        shownSubTests++;
+      }
+      expect(card.axisMax, card.test!).toBe(Math.max(1, ...card.counts).toLocaleString('en-US'));
+    }
+    expect(shownSubTests).toBeGreaterThan(0);
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it('on a 390 px phone the flagged sub-tests show their verdict columns without scrolling (issue 27)', async () => {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/#run=${day.real.fail}`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    const headers = await page.$$eval('#selected-body .flagged-list thead th', (ths) => ths.map((th) => th.textContent));
+    expect(headers.slice(0, 3)).toEqual(['Sub-test', 'P-value of uniformity', 'Proportion']);
+    await page.locator('#selected-body .flagged-list').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(shots, 'phone-390-flagged.png') });
+    const cell = await page.locator('#selected-body .flagged-list tbody tr').first().locator('td').nth(1).boundingBox();
+    expect(cell!.x + cell!.width).toBeLessThanOrEqual(390);
+    await page.close();
+  });
+
+  it('marks a verdict stale once a run is overdue, and shows the latest tested verdict behind an error run (issue 27)', async () => {
+    const staleDb = await openDatabase({ url: `sqlite:${path.join(dir, 'stale.db')}` });
+    const staleStore = await QualityStore.open(staleDb);
+    const now = Date.now();
+    const layout = { streams: 60, bitsPerStream: 100_000 };
+    const failId = await seedRun(staleStore, 'fail', now - 2 * 3_600_000, layout);
+    const errorId = await seedRun(staleStore, 'error', now - 2 * 3_600_000 + 600_000, layout);
+    const staleApp = await buildQualityApp({ store: staleStore, logger: false });
+    // Runs every 10 minutes, the newest 1 h 50 min ago: overdue.
+    await registerQualityPage(staleApp, { store: staleStore, schedule: () => ({ intervalSeconds: 600, drawTimeoutSeconds: 300, nextRunAt: now + 60_000 }) });
+    await staleApp.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const address = staleApp.server.address();
+      const w = await watchedPage();
+      await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
+      await w.page.waitForSelector('body[data-ready="true"]');
+      await w.page.waitForSelector('#now-body .contact[data-live="true"]');
+      expect(await w.page.locator('#now-body').getAttribute('data-stale')).toBe('true');
+      const text = await w.page.locator('#now-body').innerText();
+      expect(text).toContain('Stale');
+      expect(text).toContain('The verdict below may no longer hold');
+      expect(text).toContain(`Latest run ${errorId}: ! Not tested`);
+      expect(text).toContain(`Latest tested run ${failId}: ✗ Failed`);
+      expect(text).toMatch(/Live: last heard from the service \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\. Next run due /);
+      await w.page.locator('#now').screenshot({ path: path.join(shots, 'now-stale.png') });
+      expect(w.problems).toEqual([]);
+      await w.page.close();
+    } finally {
+      await staleApp.close();
+      await staleDb.close();
+    }
+  }, 120_000);
+
   it('shows a run completed while the page is open, without a reload', async () => {
     const w = await openLive();
     await w.page.evaluate('window.stayed = true');
@@ -294,7 +375,10 @@ describe('quality page in a real browser', () => {
     expect(fromRun.tests).toHaveLength(15);
     for (const [i, test] of fromRun.tests.entries()) {
       const subs = stored.subTests.filter((st) => st.test === test);
-      expect(fromRun.counts[i]).toEqual(Array.from({ length: 10 }, (_, c) => subs.reduce((sum, st) => sum + st.histogram[c]!, 0)));
+      const failing = subs.length > 1 && subs.some((st) => st.uniformityAssessed && !st.uniformityOk);
+      // A test found not uniform shows its failing sub-test's bins (issue 27), others the sum.
+      const worst = failing ? subs.filter((st) => st.uniformityP !== null).reduce((a, b) => (b.uniformityP! < a.uniformityP! ? b : a)) : undefined;
+      expect(fromRun.counts[i]).toEqual(worst ? worst.histogram : Array.from({ length: 10 }, (_, c) => subs.reduce((sum, st) => sum + st.histogram[c]!, 0)));
     }
 
     const bits = path.join(dir, 'bits.bin');

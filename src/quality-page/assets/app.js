@@ -2,7 +2,7 @@
 // page's data endpoints, draws them with view.js, and follows new runs through server-sent
 // events (/page/v1/events). The selected run lives in the URL (#run=ID&hours=H), so marks
 // are plain links: clickable, focusable and activated with Enter, and a view can be shared.
-import { esc, renderFailing, renderRun, renderSummary, renderTimeline } from './view.js';
+import { badge, esc, renderFailing, renderRun, renderSummary, renderTimeline, utc } from './view.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
@@ -16,12 +16,21 @@ const state = {
   /** Explicitly selected run id, or null to follow the newest. */
   selectedId: /** @type {number | null} */ (null),
   latest: /** @type {any} */ (null),
+  /** The newest run that tested bits, when the newest run is an error run. */
+  latestTested: /** @type {any} */ (null),
   selected: /** @type {any} */ (null),
+  /** When the page last had an answer or an event from the service (ms), and whether the event stream is open. */
+  lastHeard: 0,
+  live: false,
 };
+
+/** Past a run's interval and draw timeout, plus this, the newest verdict is stale. */
+const STALE_MARGIN_MS = 120_000;
 
 /** The JSON at `url`; null for 204 (e.g. no run stored yet). */
 async function getJson(url) {
   const response = await fetch(url, { headers: { accept: 'application/json' } });
+  state.lastHeard = Date.now();
   if (response.status === 204) return null;
   if (!response.ok) {
     let message = `${response.status}`;
@@ -92,9 +101,49 @@ function dueText(at) {
   return minutes >= 1 ? `${clock} (in about ${minutes} minute${minutes === 1 ? '' : 's'})` : `${clock} (now)`;
 }
 
+/** The next scheduled run after now (ms), from the schedule the timeline gave. */
+function nextRunAt(now) {
+  const s = state.schedule;
+  if (!s?.nextRunAt) return null;
+  let at = s.nextRunAt;
+  while (at < now) at += s.intervalSeconds * 1000;
+  return at;
+}
+
+/** When the newest run's verdict goes stale: a whole interval and draw timeout, and a margin, after it. */
+function staleAfter() {
+  const s = state.schedule;
+  const completed = Date.parse(state.latest?.completed ?? '');
+  if (!s || Number.isNaN(completed)) return null;
+  return completed + (s.intervalSeconds + s.drawTimeoutSeconds) * 1000 + STALE_MARGIN_MS;
+}
+
+/** How fresh "Now" is: when the page last heard from the service, and when the next run is due. */
+function contactLine(now) {
+  const heard = state.lastHeard ? `last heard from the service ${utc(state.lastHeard)}` : 'not heard from the service yet';
+  const next = nextRunAt(now);
+  return `<p class="contact" data-live="${state.live}">${state.live ? 'Live' : 'Not connected'}: ${esc(heard)}.${next ? ` Next run due ${esc(utc(next))}.` : ''}</p>`;
+}
+
 function drawNow() {
+  const now = Date.now();
   if (state.latest) {
-    $('now-body').innerHTML = renderSummary(state.latest, { title: `Latest run ${state.latest.id}` });
+    const staleAt = staleAfter();
+    const stale = staleAt !== null && now > staleAt;
+    let html = '';
+    if (stale) {
+      html +=
+        `<p class="stale-note" role="alert">${badge('error', '!', 'Stale')} No run has completed since ${esc(utc(state.latest.completed))}; ` +
+        `one was due by ${esc(utc(staleAt))}. The verdict below may no longer hold.</p>`;
+    }
+    html += `<div class="${stale ? 'stale' : 'fresh'}">${renderSummary(state.latest, { title: `Latest run ${state.latest.id}` })}`;
+    // An error run tested nothing: the newest verdict that exists is the run before it.
+    if (state.latest.status === 'error' && state.latestTested) {
+      html += renderSummary(state.latestTested, { title: `Latest tested run ${state.latestTested.id}` });
+    }
+    html += '</div>';
+    $('now-body').innerHTML = html + contactLine(now);
+    $('now-body').dataset.stale = String(stale);
     return;
   }
   const next = state.schedule?.nextRunAt;
@@ -147,7 +196,19 @@ async function loadFailing() {
 
 async function loadLatest() {
   state.latest = await getJson('/page/v1/runs/latest');
+  await loadLatestTested();
   drawNow();
+}
+
+/** When the newest run is an error run: the newest tested run in the timeline, for "Now". */
+async function loadLatestTested() {
+  if (state.latest?.status !== 'error') {
+    state.latestTested = null;
+    return;
+  }
+  const tested = [...state.runs].reverse().find((r) => r.status !== 'error' && r.id < state.latest.id);
+  if (!tested) return;
+  if (state.latestTested?.id !== tested.id) state.latestTested = await getJson(`/page/v1/runs/${tested.id}`).catch(() => null);
 }
 
 function setHash() {
@@ -176,9 +237,21 @@ function connect() {
   // `after`: runs stored since the page loaded are sent first (reconnects use Last-Event-ID).
   const known = Math.max(0, state.latest?.id ?? 0, ...state.runs.map((r) => r.id));
   const events = new EventSource(`/page/v1/events?after=${known}`);
-  events.addEventListener('open', () => announce('Live: new runs appear here as they complete.'));
-  events.addEventListener('run', (e) => void onNewRun(JSON.parse(/** @type {MessageEvent} */ (e).data)));
-  events.addEventListener('error', () => announce('Live updates interrupted; reconnecting…'));
+  events.addEventListener('open', () => {
+    state.live = true;
+    state.lastHeard = Date.now();
+    announce('Live: new runs appear here as they complete.');
+    drawNow();
+  });
+  events.addEventListener('run', (e) => {
+    state.lastHeard = Date.now();
+    void onNewRun(JSON.parse(/** @type {MessageEvent} */ (e).data));
+  });
+  events.addEventListener('error', () => {
+    state.live = false;
+    announce('Live updates interrupted; reconnecting…');
+    drawNow();
+  });
 }
 
 function step(delta) {
@@ -211,10 +284,18 @@ async function start() {
     loadLatest().catch((err) => showError('now-body', err)),
     loadFailing(),
   ]);
-  // The empty state names the first run's time, which came with the timeline.
-  if (!state.latest && !$('now-body').querySelector('.problem')) drawNow();
+  // "Now" needs the timeline too: the schedule (first run, staleness) and, after an error
+  // run, the newest tested run.
+  if (!$('now-body').querySelector('.problem')) {
+    await loadLatestTested().catch(() => undefined);
+    drawNow();
+  }
   await loadSelected();
   connect();
+  // Staleness and "next run due" move with the clock, not only with events.
+  setInterval(() => {
+    if (!$('now-body').querySelector('.problem')) drawNow();
+  }, 15_000);
   document.body.dataset.ready = 'true';
 }
 
