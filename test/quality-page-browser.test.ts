@@ -21,7 +21,7 @@ import { openDatabase, type Db } from '../src/storage/db.js';
 import type { SubTestSummary, TestName } from '../src/sts/types.js';
 import { prfBytes } from './helpers/bit-patterns.js';
 import { launchBrowser, testOutputDir, type Browser } from './helpers/browser.js';
-import { fillDay, seedRun, type SeededDay } from './helpers/quality-seed.js';
+import { copyRun, fillDay, seedRun, type SeededDay } from './helpers/quality-seed.js';
 
 const FIRST_PAINT_BUDGET = 200_000;
 
@@ -179,11 +179,29 @@ describe('quality page in a real browser', () => {
     expect(await w.page.locator('#selected-body .summary').getAttribute('data-verdict')).toBe('fail');
     expect(w.page.url()).toContain(`#run=${day.real.fail}`);
 
-    // Keyboard: Tab from the period selector reaches the marks; Enter on one selects it.
+    // Keyboard (issue 27): the timeline is one Tab stop, on the selected run; arrow keys move
+    // between runs, Home and End to the ends, Enter selects; the next Tab leaves the timeline.
+    expect(await w.page.locator('#timeline-chart a.mark[tabindex="0"]').count()).toBe(1);
     await w.page.focus('#range');
     await w.page.keyboard.press('Tab');
-    expect(await w.page.evaluate("document.activeElement.getAttribute('data-run-id')")).toBe(String(day.ids[0]));
-    await w.page.focus(`#timeline-chart a.mark[data-run-id="${day.real.repeat}"]`);
+    const focused = () => w.page.evaluate("document.activeElement.getAttribute('data-run-id')");
+    expect(await focused()).toBe(String(day.real.fail));
+    const at = day.ids.indexOf(day.real.fail);
+    await w.page.keyboard.press('ArrowRight');
+    expect(await focused()).toBe(String(day.ids[at + 1]));
+    await w.page.keyboard.press('ArrowLeft');
+    await w.page.keyboard.press('ArrowLeft');
+    expect(await focused()).toBe(String(day.ids[at - 1]));
+    await w.page.keyboard.press('Home');
+    expect(await focused()).toBe(String(day.ids[0]));
+    await w.page.keyboard.press('End');
+    expect(await focused()).toBe(String(day.ids[day.ids.length - 1]));
+    await w.page.keyboard.press('Tab');
+    expect(await focused()).toBeNull();
+    // Walk to the repeating run with the arrows and select it with Enter.
+    await w.page.focus(`#timeline-chart a.mark[data-run-id="${day.ids[0]}"]`);
+    for (let i = 0; i < day.ids.indexOf(day.real.repeat); i++) await w.page.keyboard.press('ArrowRight');
+    expect(await focused()).toBe(String(day.real.repeat));
     await w.page.keyboard.press('Enter');
     await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.repeat}:")`);
     expect(await w.page.locator('#selected-body dl.facts').innerText()).toMatch(/Repetition detector\s+✗ flagged\s+\d+ sequence\(s\) repeat an earlier one/);
@@ -275,6 +293,53 @@ describe('quality page in a real browser', () => {
     } finally {
       await staleApp.close();
       await staleDb.close();
+    }
+  }, 120_000);
+
+  it('on a 390 px phone a click selects the run under the pointer, though runs are 2 px apart (issue 27)', async () => {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/`);
+    await page.waitForSelector('body[data-ready="true"]');
+    for (const id of [day.real.fail, day.real.repeat, day.real.error]) {
+      await page.locator('#timeline-chart').scrollIntoViewIfNeeded(); // selecting scrolls to the run
+      const mark = await page.locator(`#timeline-chart a.mark[data-run-id="${id}"] rect.crit`).first().boundingBox();
+      await page.mouse.click(mark!.x + mark!.width / 2, mark!.y + mark!.height / 2);
+      await page.waitForSelector(`#selected-body .summary h3:has-text("Run ${id}:")`);
+      expect(page.url()).toContain(`#run=${id}`);
+    }
+    await page.close();
+  });
+
+  it('fits a service younger than the period to its runs, and offers 1 h and 6 h (issue 27)', async () => {
+    const youngDb = await openDatabase({ url: `sqlite:${path.join(dir, 'young.db')}` });
+    const youngStore = await QualityStore.open(youngDb);
+    const now = Date.now();
+    const layout = { streams: 60, bitsPerStream: 100_000 };
+    const first = await seedRun(youngStore, 'pass', now - 50 * 60_000, layout);
+    for (let i = 1; i <= 5; i++) await copyRun(youngStore, first, now - (50 - 10 * i) * 60_000);
+    const youngApp = await buildQualityApp({ store: youngStore, logger: false });
+    await registerQualityPage(youngApp, { store: youngStore });
+    await youngApp.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const address = youngApp.server.address();
+      const w = await watchedPage();
+      await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
+      await w.page.waitForSelector('body[data-ready="true"]');
+      const options = await w.page.$$eval('#range option', (os) => os.map((o) => o.textContent));
+      expect(options.slice(0, 3)).toEqual(['1 hour', '6 hours', '24 hours']);
+      // An hour of runs on the default 24 h range spreads over the chart, not into its last pixels.
+      const xs = await w.page.$$eval('#timeline-chart a.mark rect.crit', (rs) => rs.map((r) => r.getBoundingClientRect().x));
+      const chart = (await w.page.locator('#timeline-chart svg').boundingBox())!;
+      expect(Math.min(...xs) - chart.x).toBeLessThan(chart.width * 0.25);
+      expect(Math.max(...xs) - chart.x).toBeGreaterThan(chart.width * 0.75);
+      expect(await w.page.locator('#timeline-count').innerText()).toMatch(/^6 runs since the first run, /);
+      await w.page.locator('#timeline').screenshot({ path: path.join(shots, 'young-service.png') });
+      expect(w.problems).toEqual([]);
+      await w.page.close();
+    } finally {
+      await youngApp.close();
+      await youngDb.close();
     }
   }, 120_000);
 

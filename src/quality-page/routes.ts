@@ -94,7 +94,9 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     const q = parseQuery(request.query, { hours: { kind: 'int', min: 1, max: retentionHours, fallback: Math.min(24, retentionHours) } });
     const now = Date.now();
     const rows = await store.listRunRows({ sinceMs: now - q.hours * 3_600_000, limit: TIMELINE_LIMIT });
-    return { now, hours: q.hours, retentionHours, schedule: options.schedule?.() ?? null, runs: rows.map(timelineRun) };
+    // firstRunAt: the page fits a service younger than the period to its runs.
+    const firstRunAt = (await store.firstRunMs()) ?? null;
+    return { now, hours: q.hours, retentionHours, firstRunAt, schedule: options.schedule?.() ?? null, runs: rows.map(timelineRun) };
   });
 
   async function runView(id: number): Promise<RunView | undefined> {

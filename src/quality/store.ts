@@ -290,6 +290,13 @@ export class QualityStore {
     return counts;
   }
 
+  /** When the oldest stored run completed (ms), or undefined when none is stored. */
+  async firstRunMs(): Promise<number | undefined> {
+    const rows = await this.guard(() => this.db.query<{ ms: number | string | null }>('SELECT min(completed_ms) AS ms FROM quality_runs'));
+    const ms = rows[0]?.ms;
+    return ms === null || ms === undefined ? undefined : Number(ms);
+  }
+
   /** The highest run id stored (0 when none): cheap enough to poll for new runs. */
   async maxRunId(): Promise<number> {
     const rows = await this.guard(() => this.db.query<{ id: number | null }>('SELECT max(id) AS id FROM quality_runs'));

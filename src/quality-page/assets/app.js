@@ -11,6 +11,8 @@ const state = {
   retentionHours: 24 * 90,
   /** The service's schedule ({intervalSeconds, drawTimeoutSeconds, nextRunAt}), or null when unknown. */
   schedule: /** @type {any} */ (null),
+  /** When the oldest stored run completed (ms), or null. */
+  firstRunAt: /** @type {number | null} */ (null),
   /** @type {any[]} */ runs: [],
   now: Date.now(),
   /** Explicitly selected run id, or null to follow the newest. */
@@ -62,14 +64,19 @@ function drawTimeline() {
   const box = $('timeline-chart');
   const width = Math.max(300, Math.floor(box.clientWidth));
   const to = Math.max(state.now, ...state.runs.map((r) => r.time));
-  const from = to - state.hours * 3_600_000;
+  let from = to - state.hours * 3_600_000;
+  // A service younger than the period: the axis starts at its first run, not hours before it.
+  if (state.firstRunAt !== null && state.firstRunAt > from) from = state.firstRunAt - Math.max(60_000, (to - state.firstRunAt) * 0.03);
   box.innerHTML = renderTimeline(state.runs, { from, to, width, selectedId: state.selected?.id ?? null });
-  $('timeline-count').textContent = `${state.runs.length} run${state.runs.length === 1 ? '' : 's'} in the last ${state.hours} h`;
+  const since = from > to - state.hours * 3_600_000 ? `since the first run, ${utc(state.firstRunAt)}` : `in the last ${state.hours} h`;
+  $('timeline-count').textContent = `${state.runs.length} run${state.runs.length === 1 ? '' : 's'} ${since}`;
 }
 
 function drawRangeOptions() {
   const select = /** @type {HTMLSelectElement} */ ($('range'));
   const choices = [
+    [1, '1 hour'],
+    [6, '6 hours'],
     [24, '24 hours'],
     [72, '3 days'],
     [168, '7 days'],
@@ -90,6 +97,7 @@ async function loadTimeline() {
   state.now = data.now;
   state.retentionHours = data.retentionHours;
   state.schedule = data.schedule ?? null;
+  state.firstRunAt = data.firstRunAt ?? null;
   drawRangeOptions();
   drawTimeline();
 }
@@ -254,6 +262,22 @@ function connect() {
   });
 }
 
+/**
+ * Arrow keys on the timeline: Left/Right to the previous/next run, Home/End to the first and
+ * last; the focused mark becomes the one Tab stop. Enter selects it (the mark is a link).
+ */
+function onTimelineKey(e) {
+  const marks = /** @type {HTMLElement[]} */ ([...$('timeline-chart').querySelectorAll('a.mark')]);
+  const at = marks.indexOf(/** @type {HTMLElement} */ (document.activeElement));
+  if (at < 0) return;
+  const to = { ArrowLeft: at - 1, ArrowRight: at + 1, ArrowUp: at - 1, ArrowDown: at + 1, Home: 0, End: marks.length - 1 }[e.key];
+  if (to === undefined) return;
+  e.preventDefault();
+  const next = marks[Math.max(0, Math.min(marks.length - 1, to))];
+  for (const m of marks) m.setAttribute('tabindex', m === next ? '0' : '-1');
+  next.focus();
+}
+
 function step(delta) {
   const index = state.runs.findIndex((r) => r.id === state.selected?.id);
   const next = state.runs[index + delta];
@@ -267,6 +291,7 @@ async function start() {
     setHash();
     await loadTimeline().catch((err) => showError('timeline-chart', err));
   });
+  $('timeline-chart').addEventListener('keydown', onTimelineKey);
   $('prev-run').addEventListener('click', () => step(-1));
   $('next-run').addEventListener('click', () => step(1));
   $('follow-latest').addEventListener('click', () => {

@@ -293,7 +293,10 @@ export function renderRun(run, options = {}) {
 /** A time step giving at most `most` ticks over `spanMs`. */
 function tickStep(spanMs, most) {
   const h = 3_600_000;
-  for (const step of [h, 2 * h, 3 * h, 6 * h, 12 * h, 24 * h, 2 * 24 * h, 7 * 24 * h, 14 * 24 * h]) if (spanMs / step <= most) return step;
+  const min = 60_000;
+  for (const step of [5 * min, 10 * min, 15 * min, 30 * min, h, 2 * h, 3 * h, 6 * h, 12 * h, 24 * h, 2 * 24 * h, 7 * 24 * h, 14 * 24 * h]) {
+    if (spanMs / step <= most) return step;
+  }
   return 30 * 24 * h;
 }
 
@@ -366,8 +369,19 @@ export function renderTimeline(runs, options) {
       }
     }
   }
-  // One mark per run.
-  for (const r of runs) {
+  // One mark per run, one Tab stop for them all (a roving tabindex, as WAI-ARIA's listbox):
+  // the selected run's mark, else the newest; arrow keys move between marks (app.js).
+  const focusId = runs.some((r) => r.id === selectedId) ? selectedId : runs[runs.length - 1]?.id;
+  // Hit areas at least 6 px wide, but never over a neighbour's half of the gap: a click
+  // selects the run nearest the pointer even when runs are 2 px apart (a phone's day).
+  const half = Math.max(markW, 6) / 2;
+  const xs = runs.map((r) => x(r.time));
+  const hitOf = (i) => {
+    const lo = i > 0 ? Math.max(xs[i] - half, (xs[i - 1] + xs[i]) / 2) : xs[i] - half;
+    const hi = i < xs.length - 1 ? Math.min(xs[i] + half, (xs[i] + xs[i + 1]) / 2) : xs[i] + half;
+    return [lo, Math.max(0, hi - lo)];
+  };
+  for (const [i, r] of runs.entries()) {
     const v = verdictOf(r);
     const mx = (x(r.time) - markW / 2).toFixed(1);
     const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'} (${fixed(r.nistRate, 4)}), uniformity ${r.uniformity ? 'passed' : 'failed'} (${fixed(r.uniformityRate, 4)})`) + (r.repetition ? '; repetition flagged' : '');
@@ -383,8 +397,8 @@ export function renderTimeline(runs, options) {
     }
     const selected = r.id === selectedId;
     out.push(
-      `<a class="mark ${v.cls}${selected ? ' selected' : ''}" href="#run=${r.id}" data-run-id="${r.id}" data-verdict="${v.cls}"${selected ? ' aria-current="true"' : ''} aria-label="${esc(label)}"><title>${esc(label)}</title>` +
-        `<rect class="hit" x="${(x(r.time) - Math.max(markW, 6) / 2).toFixed(1)}" y="4" width="${Math.max(markW, 6).toFixed(1)}" height="40"/>${marks}</a>`,
+      `<a class="mark ${v.cls}${selected ? ' selected' : ''}" href="#run=${r.id}" data-run-id="${r.id}" data-verdict="${v.cls}" tabindex="${r.id === focusId ? 0 : -1}"${selected ? ' aria-current="true"' : ''} aria-label="${esc(label)}"><title>${esc(label)}</title>` +
+        `<rect class="hit" x="${hitOf(i)[0].toFixed(2)}" y="4" width="${hitOf(i)[1].toFixed(2)}" height="40"/>${marks}</a>`,
     );
   }
   const sel = runs.find((r) => r.id === selectedId);
