@@ -20,9 +20,9 @@ import { chooseCoding } from '../src/quality/compression.js';
 import { KEPT_BITS, QualityStore } from '../src/quality/store.js';
 import { acceptanceBand, buildRunView, PAGE_CSP, registerQualityPage, renderHtmlReport, type RunViewInput } from '../src/quality-page/index.js';
 import { QualityRole } from '../src/roles/quality.js';
-import type { Db } from '../src/storage/db.js';
+import { openDatabase, type Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
-import { seedRun, sourceFor } from './helpers/quality-seed.js';
+import { copyRun, seedRun, sourceFor } from './helpers/quality-seed.js';
 
 // Small batches keep this file quick; 60 sequences still let uniformity be judged.
 const LAYOUT = { streams: 60, bitsPerStream: 100_000 };
@@ -311,6 +311,40 @@ describeEachEngine('quality page server', (engine) => {
     const resumed = await readEvents('/page/v1/events', 1, { 'last-event-id': String(ids.pass) });
     expect(resumed.map((e) => e.run.id)).toEqual([fresh]);
   });
+});
+
+describe('timeline of a long period', () => {
+  it('groups runs beyond what the chart width can show, each group its worst run, a failing run never hidden (issue 27)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-groups-'));
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, 'q.db')}` });
+    const store = await QualityStore.open(db);
+    const app = await buildQualityApp({ store, logger: false });
+    try {
+      const now = Date.now();
+      const pass = await seedRun(store, 'pass', now - 23 * HOUR, LAYOUT);
+      const ids = [pass];
+      for (let i = 1; i < 600; i++) ids.push(await copyRun(store, pass, now - 23 * HOUR + i * 120_000));
+      const fail = await seedRun(store, 'fail', now - 10 * HOUR + 1000, LAYOUT);
+      await registerQualityPage(app, { store });
+      const whole = await app.inject({ url: '/page/v1/timeline' });
+      const grouped = await app.inject({ url: '/page/v1/timeline?width=300' });
+      const body = grouped.json() as { runCount: number; runs: { id: number; group: number; strict: boolean }[] };
+      expect(body.runCount).toBe(601);
+      expect(body.runs.length).toBeLessThanOrEqual(100);
+      expect(body.runs.reduce((n, r) => n + r.group, 0)).toBe(601);
+      expect(body.runs.find((r) => r.id === fail)).toMatchObject({ strict: true });
+      for (const r of body.runs) expect([...ids, fail]).toContain(r.id);
+      expect(grouped.body.length).toBeLessThan(whole.body.length / 4);
+      // A width that shows them all: every run, each a group of one.
+      const all = (await app.inject({ url: '/page/v1/timeline?width=4000' })).json() as { runs: { group: number }[] };
+      expect(all.runs).toHaveLength(601);
+      expect((await app.inject({ url: '/page/v1/timeline?width=-1' })).statusCode).toBe(400);
+    } finally {
+      await app.close();
+      await db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe('run view and report files', () => {

@@ -17,6 +17,7 @@ import type { QualityStore } from '../quality/store.js';
 import { loadAssets, SERVED, type Asset } from './assets.js';
 import { renderHtmlReport, reportCsp } from './html-report.js';
 import { registerEventStream } from './event-stream.js';
+import { groupTimeline } from './timeline-groups.js';
 import { buildRunView, timelineRun, type RunView, type RunViewInput } from './view-model.js';
 
 export interface QualityPageOptions {
@@ -91,12 +92,26 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
   });
 
   app.get('/page/v1/timeline', async (request) => {
-    const q = parseQuery(request.query, { hours: { kind: 'int', min: 1, max: retentionHours, fallback: Math.min(24, retentionHours) } });
+    const q = parseQuery(request.query, {
+      hours: { kind: 'int', min: 1, max: retentionHours, fallback: Math.min(24, retentionHours) },
+      // The chart's width in pixels: beyond what it can show, runs come grouped (0: never).
+      width: { kind: 'int', min: 0, max: 16_384, fallback: 0 },
+    });
     const now = Date.now();
-    const rows = await store.listRunRows({ sinceMs: now - q.hours * 3_600_000, limit: TIMELINE_LIMIT });
+    const sinceMs = now - q.hours * 3_600_000;
+    const rows = await store.listRunRows({ sinceMs, limit: TIMELINE_LIMIT });
+    const runs = rows.map(timelineRun);
     // firstRunAt: the page fits a service younger than the period to its runs.
     const firstRunAt = (await store.firstRunMs()) ?? null;
-    return { now, hours: q.hours, retentionHours, firstRunAt, schedule: options.schedule?.() ?? null, runs: rows.map(timelineRun) };
+    return {
+      now,
+      hours: q.hours,
+      retentionHours,
+      firstRunAt,
+      schedule: options.schedule?.() ?? null,
+      runCount: runs.length,
+      runs: q.width > 0 ? groupTimeline(runs, Math.max(sinceMs, firstRunAt ?? sinceMs), now, q.width) : runs,
+    };
   });
 
   async function runView(id: number): Promise<RunView | undefined> {

@@ -11,6 +11,8 @@ const state = {
   retentionHours: 24 * 90,
   /** The service's schedule ({intervalSeconds, drawTimeoutSeconds, nextRunAt}), or null when unknown. */
   schedule: /** @type {any} */ (null),
+  /** Runs in the period (the timeline may draw fewer marks, each the worst of a span). */
+  runCount: 0,
   /** When the oldest stored run completed (ms), or null. */
   firstRunAt: /** @type {number | null} */ (null),
   /** @type {any[]} */ runs: [],
@@ -69,7 +71,9 @@ function drawTimeline() {
   if (state.firstRunAt !== null && state.firstRunAt > from) from = state.firstRunAt - Math.max(60_000, (to - state.firstRunAt) * 0.03);
   box.innerHTML = renderTimeline(state.runs, { from, to, width, selectedId: state.selected?.id ?? null });
   const since = from > to - state.hours * 3_600_000 ? `since the first run, ${utc(state.firstRunAt)}` : `in the last ${state.hours} h`;
-  $('timeline-count').textContent = `${state.runs.length} run${state.runs.length === 1 ? '' : 's'} ${since}`;
+  const count = Math.max(state.runCount, state.runs.length);
+  const grouped = count > state.runs.length ? `, drawn as ${state.runs.length} marks: the worst run of each span` : '';
+  $('timeline-count').textContent = `${count} run${count === 1 ? '' : 's'} ${since}${grouped}`;
 }
 
 function drawRangeOptions() {
@@ -92,8 +96,11 @@ function drawRangeOptions() {
 }
 
 async function loadTimeline() {
-  const data = await getJson(`/page/v1/timeline?hours=${state.hours}`);
+  // The chart's width: a long period comes grouped to what it can show (issue 27).
+  const width = Math.max(300, Math.floor($('timeline-chart').clientWidth));
+  const data = await getJson(`/page/v1/timeline?hours=${state.hours}&width=${width}`);
   state.runs = data.runs;
+  state.runCount = data.runCount ?? data.runs.length;
   state.now = data.now;
   state.retentionHours = data.retentionHours;
   state.schedule = data.schedule ?? null;
@@ -231,9 +238,11 @@ function setHash() {
 async function onNewRun(run) {
   if (state.runs.some((r) => r.id === run.id)) return;
   state.runs.push(run);
+  state.runCount += 1;
   state.runs.sort((a, b) => a.time - b.time || a.id - b.id);
   state.now = Math.max(state.now, run.time);
   const cutoff = state.now - state.hours * 3_600_000;
+  state.runCount -= state.runs.filter((r) => r.time < cutoff).reduce((n, r) => n + (r.group ?? 1), 0);
   state.runs = state.runs.filter((r) => r.time >= cutoff);
   await loadLatest();
   announce(`Live: new run ${run.id} at ${new Date(run.time).toISOString().slice(11, 19)} UTC — ${run.status === 'error' ? 'not tested' : run.strict ? 'failed' : run.loose ? 'passed, one criterion failed' : 'passed'}`);

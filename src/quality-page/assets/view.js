@@ -384,7 +384,7 @@ export function renderTimeline(runs, options) {
   for (const [i, r] of runs.entries()) {
     const v = verdictOf(r);
     const mx = (x(r.time) - markW / 2).toFixed(1);
-    const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'} (${fixed(r.nistRate, 4)}), uniformity ${r.uniformity ? 'passed' : 'failed'} (${fixed(r.uniformityRate, 4)})`) + (r.repetition ? '; repetition flagged' : '');
+    const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'} (${fixed(r.nistRate, 4)}), uniformity ${r.uniformity ? 'passed' : 'failed'} (${fixed(r.uniformityRate, 4)})`) + (r.repetition ? '; repetition flagged' : '') + (r.group > 1 ? `; the worst of ${int(r.group)} runs in this span` : '');
     let marks;
     if (r.status === 'error') {
       marks = `<rect class="crit error" x="${mx}" y="10" width="${markW.toFixed(1)}" height="30"/>`;
