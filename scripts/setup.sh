@@ -16,6 +16,7 @@
 #   util-linux libcap2-bin     setpriv/capsh, to test the kernel sink without privileges
 #   rng-tools5                 rngd, the baseline of the feeder benchmark
 #   chromium                   the real browser the quality page's tests drive (playwright-core)
+#   prometheus                 promtool, which checks docs/quality.md's alerting rules and /metrics
 #   g++-aarch64-linux-gnu      cross-compiles the linux-arm64 prebuild (npm run prebuild)
 #   qemu-user-static           runs that arm64 prebuild under Node for arm64 in the tests
 #   clang libclang-rt-14-dev   libFuzzer and its sanitizer runtimes for the fuzz targets
@@ -24,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
-          g++-aarch64-linux-gnu qemu-user-static
+          prometheus g++-aarch64-linux-gnu qemu-user-static
           clang libclang-rt-14-dev
           swtpm libtpm2-pkcs11-1 libtpm2-pkcs11-tools tpm2-tools libtss2-tcti-swtpm0 tpm2-abrmd libtss2-tcti-tabrmd0 dbus
           p11-kit-modules)

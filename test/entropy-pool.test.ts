@@ -138,6 +138,24 @@ describe('PoolFiller', () => {
     await filler.stop();
   });
 
+  it('wakes for a quality draw that finds the pool at its low-water mark (issue 27: runs starved with no client traffic)', async () => {
+    const pool = new EntropyPool({ capacity: 64 * 1024, lowWater: 32 * 1024 });
+    const filler = new PoolFiller(pool, new GetrandomSource(), { chunkSize: 16 * 1024 });
+    filler.start();
+    try {
+      await pool.waitForLevel(pool.capacity);
+      // The first draw takes the pool down to exactly the reserve (= low water), no lower:
+      // no take ever leaves it below the mark. The second must still be met.
+      const first = await pool.drawForQuality(32 * 1024, { signal: AbortSignal.timeout(10_000) });
+      expect(first.length).toBe(32 * 1024);
+      const second = await pool.drawForQuality(48 * 1024, { signal: AbortSignal.timeout(10_000) });
+      expect(second.length).toBe(48 * 1024);
+      expect(pool.level).toBeGreaterThanOrEqual(pool.lowWater);
+    } finally {
+      await filler.stop();
+    }
+  });
+
   it("reads in the source's preferred size unless told otherwise, never beyond the pool's room", async () => {
     const sizes: number[] = [];
     const inner = new GetrandomSource();

@@ -413,6 +413,9 @@ describeEachEngine('entropy API: appliance face, operations and bad input', (eng
     expect(body.pool.level).toBe(server.pool.level);
     expect(body.source.development).toBe(true);
     expect(body.warnings.join(' ')).toMatch(/development/);
+    // README's `curl /healthz; curl /metrics` must not run the JSON into `# HELP` (issue 27).
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body.toString('utf8').endsWith('}\n')).toBe(true);
   });
 
   it('/metrics counts requests by route and status, bytes served and the pool level', async () => {

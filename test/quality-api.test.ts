@@ -289,7 +289,7 @@ describeEachEngine('quality APIs', (engine) => {
     expect(Object.keys(r.body as object).sort()).toEqual(['details', 'message']);
     const post = await fetch(`${base}/api/v1/logs`, { method: 'POST' });
     expect(post.status).toBe(405);
-    expect(post.headers.get('allow')).toBe('GET');
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
   });
 
   it('logs no request lines unless logRequests is true (the documented default)', async () => {

@@ -21,7 +21,7 @@ import { openDatabase, type Db } from '../src/storage/db.js';
 import type { SubTestSummary, TestName } from '../src/sts/types.js';
 import { prfBytes } from './helpers/bit-patterns.js';
 import { launchBrowser, testOutputDir, type Browser } from './helpers/browser.js';
-import { fillDay, seedRun, type SeededDay } from './helpers/quality-seed.js';
+import { copyRun, fillDay, seedRun, type SeededDay } from './helpers/quality-seed.js';
 
 const FIRST_PAINT_BUDGET = 200_000;
 
@@ -66,7 +66,7 @@ describe('quality page in a real browser', () => {
   });
 
   /** A new tab that records console errors, uncaught errors, CSP violations, requests and bytes. */
-  async function watchedPage(): Promise<Watched> {
+  async function watchedPage(options: { uncompressed?: boolean; firstVisit?: boolean } = {}): Promise<Watched> {
     const page = await browser.context.newPage();
     const problems: string[] = [];
     const requests: string[] = [];
@@ -81,6 +81,10 @@ describe('quality page in a real browser', () => {
     );
     const cdp = await browser.context.newCDPSession(page);
     await cdp.send('Network.enable');
+    // To measure what compression saves: ask for every response as it is (identity).
+    if (options.uncompressed) await cdp.send('Network.setExtraHTTPHeaders', { headers: { 'Accept-Encoding': 'identity' } });
+    // A first visit: nothing from the cache another tab of this context filled.
+    if (options.firstVisit) await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
     let bytes = 0;
     cdp.on('Network.loadingFinished', (e) => {
       bytes += e.encodedDataLength;
@@ -88,8 +92,8 @@ describe('quality page in a real browser', () => {
     return { page, problems, requests, transferred: () => bytes };
   }
 
-  async function openLive(hash = ''): Promise<Watched> {
-    const w = await watchedPage();
+  async function openLive(hash = '', options: { uncompressed?: boolean; firstVisit?: boolean } = {}): Promise<Watched> {
+    const w = await watchedPage(options);
     await w.page.goto(`${base}/${hash}`);
     await w.page.waitForSelector('body[data-ready="true"]');
     return w;
@@ -106,12 +110,19 @@ describe('quality page in a real browser', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:|\*/);
 
-    const w = await openLive();
+    // The same first paint without compression (issue 27): what the page cost before it.
+    const plain = await openLive('', { uncompressed: true, firstVisit: true });
+    await plain.page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => undefined);
+    const uncompressed = plain.transferred();
+    await plain.page.close();
+
+    const w = await openLive('', { firstVisit: true });
     await w.page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => undefined); // the event stream stays open
     const bytes = w.transferred();
-    fs.writeFileSync(path.join(shots, 'first-paint.json'), `${JSON.stringify({ runs: day.ids.length, bytes, requests: w.requests }, null, 2)}\n`);
-    console.log(`quality page first paint with ${day.ids.length} runs: ${bytes} bytes in ${w.requests.length} requests`);
+    fs.writeFileSync(path.join(shots, 'first-paint.json'), `${JSON.stringify({ runs: day.ids.length, bytes, uncompressed, requests: w.requests }, null, 2)}\n`);
+    console.log(`quality page first paint with ${day.ids.length} runs: ${bytes} bytes (${uncompressed} uncompressed) in ${w.requests.length} requests`);
     expect(bytes).toBeGreaterThan(10_000);
+    expect(bytes).toBeLessThan(uncompressed / 2);
     expect(bytes).toBeLessThan(FIRST_PAINT_BUDGET);
     expect(w.requests.every((u) => u.startsWith(base))).toBe(true);
     expect(await w.page.locator('#now-body').innerText()).toContain(`Latest run ${day.real.pass}`);
@@ -168,11 +179,29 @@ describe('quality page in a real browser', () => {
     expect(await w.page.locator('#selected-body .summary').getAttribute('data-verdict')).toBe('fail');
     expect(w.page.url()).toContain(`#run=${day.real.fail}`);
 
-    // Keyboard: Tab from the period selector reaches the marks; Enter on one selects it.
+    // Keyboard (issue 27): the timeline is one Tab stop, on the selected run; arrow keys move
+    // between runs, Home and End to the ends, Enter selects; the next Tab leaves the timeline.
+    expect(await w.page.locator('#timeline-chart a.mark[tabindex="0"]').count()).toBe(1);
     await w.page.focus('#range');
     await w.page.keyboard.press('Tab');
-    expect(await w.page.evaluate("document.activeElement.getAttribute('data-run-id')")).toBe(String(day.ids[0]));
-    await w.page.focus(`#timeline-chart a.mark[data-run-id="${day.real.repeat}"]`);
+    const focused = () => w.page.evaluate("document.activeElement.getAttribute('data-run-id')");
+    expect(await focused()).toBe(String(day.real.fail));
+    const at = day.ids.indexOf(day.real.fail);
+    await w.page.keyboard.press('ArrowRight');
+    expect(await focused()).toBe(String(day.ids[at + 1]));
+    await w.page.keyboard.press('ArrowLeft');
+    await w.page.keyboard.press('ArrowLeft');
+    expect(await focused()).toBe(String(day.ids[at - 1]));
+    await w.page.keyboard.press('Home');
+    expect(await focused()).toBe(String(day.ids[0]));
+    await w.page.keyboard.press('End');
+    expect(await focused()).toBe(String(day.ids[day.ids.length - 1]));
+    await w.page.keyboard.press('Tab');
+    expect(await focused()).toBeNull();
+    // Walk to the repeating run with the arrows and select it with Enter.
+    await w.page.focus(`#timeline-chart a.mark[data-run-id="${day.ids[0]}"]`);
+    for (let i = 0; i < day.ids.indexOf(day.real.repeat); i++) await w.page.keyboard.press('ArrowRight');
+    expect(await focused()).toBe(String(day.real.repeat));
     await w.page.keyboard.press('Enter');
     await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.repeat}:")`);
     expect(await w.page.locator('#selected-body dl.facts').innerText()).toMatch(/Repetition detector\s+✗ flagged\s+\d+ sequence\(s\) repeat an earlier one/);
@@ -185,6 +214,134 @@ describe('quality page in a real browser', () => {
     expect(w.problems).toEqual([]);
     await w.page.close();
   });
+
+  it("a test found not uniform shows its failing sub-test's histogram, on a count axis (issue 27)", async () => {
+    const w = await openLive(`#run=${day.real.fail}`);
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    const cards = await w.page.$$eval('#selected-body article.test-card', (articles) =>
+      articles.map((a) => ({
+        test: a.getAttribute('data-test'),
+        subTest: a.querySelector('svg.histogram')!.getAttribute('data-sub-test'),
+        counts: [...a.querySelectorAll('svg.histogram rect.bar')].map((r) => Number(r.getAttribute('data-count'))),
+        axisMax: a.querySelector('svg.histogram text.count-max')?.textContent ?? null,
+        caption: a.querySelectorAll('p.caption')[1]!.textContent ?? '',
+      })),
+    );
+    const report = await storedReport(day.real.fail);
+    let shownSubTests = 0;
+    for (const card of cards) {
+      const subs = report.subTests.filter((st) => st.test === (card.test as TestName));
+      const judged = subs.filter((st) => st.uniformityP !== null);
+      const failing = subs.length > 1 && judged.some((st) => st.uniformityAssessed && !st.uniformityOk);
+      if (failing) {
+        // The label "not uniform" and the bins shown are the same sub-test's.
+        const worst = judged.reduce((a, b) => (b.uniformityP! < a.uniformityP! ? b : a));
+        expect(card.counts, card.test!).toEqual(worst.histogram);
+        expect(card.subTest, card.test!).toBe(worst.label);
+        expect(card.caption, card.test!).toContain("the histogram above is that sub-test's");
+        shownSubTests++;
+      }
+      expect(card.axisMax, card.test!).toBe(Math.max(1, ...card.counts).toLocaleString('en-US'));
+    }
+    expect(shownSubTests).toBeGreaterThan(0);
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
+  it('on a 390 px phone the flagged sub-tests show their verdict columns without scrolling (issue 27)', async () => {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/#run=${day.real.fail}`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    const headers = await page.$$eval('#selected-body .flagged-list thead th', (ths) => ths.map((th) => th.textContent));
+    expect(headers.slice(0, 3)).toEqual(['Sub-test', 'P-value of uniformity', 'Proportion']);
+    await page.locator('#selected-body .flagged-list').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(shots, 'phone-390-flagged.png') });
+    const cell = await page.locator('#selected-body .flagged-list tbody tr').first().locator('td').nth(1).boundingBox();
+    expect(cell!.x + cell!.width).toBeLessThanOrEqual(390);
+    await page.close();
+  });
+
+  it('marks a verdict stale once a run is overdue, and shows the latest tested verdict behind an error run (issue 27)', async () => {
+    const staleDb = await openDatabase({ url: `sqlite:${path.join(dir, 'stale.db')}` });
+    const staleStore = await QualityStore.open(staleDb);
+    const now = Date.now();
+    const layout = { streams: 60, bitsPerStream: 100_000 };
+    const failId = await seedRun(staleStore, 'fail', now - 2 * 3_600_000, layout);
+    const errorId = await seedRun(staleStore, 'error', now - 2 * 3_600_000 + 600_000, layout);
+    const staleApp = await buildQualityApp({ store: staleStore, logger: false });
+    // Runs every 10 minutes, the newest 1 h 50 min ago: overdue.
+    await registerQualityPage(staleApp, { store: staleStore, schedule: () => ({ intervalSeconds: 600, drawTimeoutSeconds: 300, nextRunAt: now + 60_000 }) });
+    await staleApp.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const address = staleApp.server.address();
+      const w = await watchedPage();
+      await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
+      await w.page.waitForSelector('body[data-ready="true"]');
+      await w.page.waitForSelector('#now-body .contact[data-live="true"]');
+      expect(await w.page.locator('#now-body').getAttribute('data-stale')).toBe('true');
+      const text = await w.page.locator('#now-body').innerText();
+      expect(text).toContain('Stale');
+      expect(text).toContain('The verdict below may no longer hold');
+      expect(text).toContain(`Latest run ${errorId}: ! Not tested`);
+      expect(text).toContain(`Latest tested run ${failId}: ✗ Failed`);
+      expect(text).toMatch(/Live: last heard from the service \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\. Next run due /);
+      await w.page.locator('#now').screenshot({ path: path.join(shots, 'now-stale.png') });
+      expect(w.problems).toEqual([]);
+      await w.page.close();
+    } finally {
+      await staleApp.close();
+      await staleDb.close();
+    }
+  }, 120_000);
+
+  it('on a 390 px phone a click selects the run under the pointer, though runs are 2 px apart (issue 27)', async () => {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/`);
+    await page.waitForSelector('body[data-ready="true"]');
+    for (const id of [day.real.fail, day.real.repeat, day.real.error]) {
+      await page.locator('#timeline-chart').scrollIntoViewIfNeeded(); // selecting scrolls to the run
+      const mark = await page.locator(`#timeline-chart a.mark[data-run-id="${id}"] rect.crit`).first().boundingBox();
+      await page.mouse.click(mark!.x + mark!.width / 2, mark!.y + mark!.height / 2);
+      await page.waitForSelector(`#selected-body .summary h3:has-text("Run ${id}:")`);
+      expect(page.url()).toContain(`#run=${id}`);
+    }
+    await page.close();
+  });
+
+  it('fits a service younger than the period to its runs, and offers 1 h and 6 h (issue 27)', async () => {
+    const youngDb = await openDatabase({ url: `sqlite:${path.join(dir, 'young.db')}` });
+    const youngStore = await QualityStore.open(youngDb);
+    const now = Date.now();
+    const layout = { streams: 60, bitsPerStream: 100_000 };
+    const first = await seedRun(youngStore, 'pass', now - 50 * 60_000, layout);
+    for (let i = 1; i <= 5; i++) await copyRun(youngStore, first, now - (50 - 10 * i) * 60_000);
+    const youngApp = await buildQualityApp({ store: youngStore, logger: false });
+    await registerQualityPage(youngApp, { store: youngStore });
+    await youngApp.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const address = youngApp.server.address();
+      const w = await watchedPage();
+      await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
+      await w.page.waitForSelector('body[data-ready="true"]');
+      const options = await w.page.$$eval('#range option', (os) => os.map((o) => o.textContent));
+      expect(options.slice(0, 3)).toEqual(['1 hour', '6 hours', '24 hours']);
+      // An hour of runs on the default 24 h range spreads over the chart, not into its last pixels.
+      const xs = await w.page.$$eval('#timeline-chart a.mark rect.crit', (rs) => rs.map((r) => r.getBoundingClientRect().x));
+      const chart = (await w.page.locator('#timeline-chart svg').boundingBox())!;
+      expect(Math.min(...xs) - chart.x).toBeLessThan(chart.width * 0.25);
+      expect(Math.max(...xs) - chart.x).toBeGreaterThan(chart.width * 0.75);
+      expect(await w.page.locator('#timeline-count').innerText()).toMatch(/^6 runs since the first run, /);
+      await w.page.locator('#timeline').screenshot({ path: path.join(shots, 'young-service.png') });
+      expect(w.problems).toEqual([]);
+      await w.page.close();
+    } finally {
+      await youngApp.close();
+      await youngDb.close();
+    }
+  }, 120_000);
 
   it('shows a run completed while the page is open, without a reload', async () => {
     const w = await openLive();
@@ -228,18 +385,24 @@ describe('quality page in a real browser', () => {
     await w.page.close();
   });
 
-  it('says so when no run is stored yet, without an error', async () => {
+  it('says so when no run is stored yet, and when the first one is due, without an error', async () => {
     const emptyDb = await openDatabase({ url: `sqlite:${path.join(dir, 'empty.db')}` });
     const emptyStore = await QualityStore.open(emptyDb);
     const empty = await buildQualityApp({ store: emptyStore, logger: false });
-    await registerQualityPage(empty, { store: emptyStore });
+    // firstRunDelaySeconds: 600 (issue 27: the page said "takes about a minute").
+    const firstRunAt = Date.now() + 600_000;
+    await registerQualityPage(empty, { store: emptyStore, schedule: () => ({ intervalSeconds: 600, drawTimeoutSeconds: 300, nextRunAt: firstRunAt }) });
     await empty.listen({ host: '127.0.0.1', port: 0 });
     try {
       const address = empty.server.address();
       const w = await watchedPage();
       await w.page.goto(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`);
       await w.page.waitForSelector('body[data-ready="true"]');
-      expect(await w.page.locator('#now-body').innerText()).toContain('No run is stored yet');
+      const text = await w.page.locator('#now-body').innerText();
+      expect(text).toContain('No run is stored yet');
+      expect(text).toContain(`The first run is due at ${new Date(firstRunAt).toISOString().slice(11, 16)} UTC (in about `);
+      expect(text).toMatch(/in about (9|10) minutes/);
+      expect(text).not.toContain('about a minute');
       expect(await w.page.locator('#timeline-chart a.mark').count()).toBe(0);
       expect(w.problems).toEqual([]);
       await w.page.close();
@@ -277,7 +440,10 @@ describe('quality page in a real browser', () => {
     expect(fromRun.tests).toHaveLength(15);
     for (const [i, test] of fromRun.tests.entries()) {
       const subs = stored.subTests.filter((st) => st.test === test);
-      expect(fromRun.counts[i]).toEqual(Array.from({ length: 10 }, (_, c) => subs.reduce((sum, st) => sum + st.histogram[c]!, 0)));
+      const failing = subs.length > 1 && subs.some((st) => st.uniformityAssessed && !st.uniformityOk);
+      // A test found not uniform shows its failing sub-test's bins (issue 27), others the sum.
+      const worst = failing ? subs.filter((st) => st.uniformityP !== null).reduce((a, b) => (b.uniformityP! < a.uniformityP! ? b : a)) : undefined;
+      expect(fromRun.counts[i]).toEqual(worst ? worst.histogram : Array.from({ length: 10 }, (_, c) => subs.reduce((sum, st) => sum + st.histogram[c]!, 0)));
     }
 
     const bits = path.join(dir, 'bits.bin');

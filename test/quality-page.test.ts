@@ -6,20 +6,23 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import pino from 'pino';
+import { request } from 'undici';
 
 import { main } from '../src/cli/main.js';
 import { buildQualityApp } from '../src/quality/api.js';
+import { chooseCoding } from '../src/quality/compression.js';
 import { KEPT_BITS, QualityStore } from '../src/quality/store.js';
 import { acceptanceBand, buildRunView, PAGE_CSP, registerQualityPage, renderHtmlReport, type RunViewInput } from '../src/quality-page/index.js';
 import { QualityRole } from '../src/roles/quality.js';
-import type { Db } from '../src/storage/db.js';
+import { openDatabase, type Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
-import { seedRun, sourceFor } from './helpers/quality-seed.js';
+import { copyRun, seedRun, sourceFor } from './helpers/quality-seed.js';
 
 // Small batches keep this file quick; 60 sequences still let uniformity be judged.
 const LAYOUT = { streams: 60, bitsPerStream: 100_000 };
@@ -30,6 +33,20 @@ describe('acceptance band', () => {
     const [lo, hi] = acceptanceBand(0.01, 1000);
     expect(lo).toBeCloseTo(0.99 - 0.0094392, 6);
     expect(hi).toBeCloseTo(0.99 + 0.0094392, 6);
+  });
+});
+
+describe('content coding', () => {
+  it('takes brotli, else gzip, as Accept-Encoding allows (q=0 refuses, * stands for the rest)', () => {
+    expect(chooseCoding(undefined)).toBeUndefined();
+    expect(chooseCoding('identity')).toBeUndefined();
+    expect(chooseCoding('deflate')).toBeUndefined();
+    expect(chooseCoding('gzip, deflate, br, zstd')).toBe('br');
+    expect(chooseCoding('gzip')).toBe('gzip');
+    expect(chooseCoding('br;q=0, gzip;q=0.5')).toBe('gzip');
+    expect(chooseCoding('*')).toBe('br');
+    expect(chooseCoding('*;q=0.5, br;q=0')).toBe('gzip');
+    expect(chooseCoding('GZIP ; Q=1')).toBe('gzip');
   });
 });
 
@@ -71,6 +88,10 @@ describeEachEngine('quality page server', (engine) => {
     const html = await page.text();
     expect(html).toContain('<script type="module" src="/assets/app.js"></script>');
     expect(html).not.toMatch(/<script>|<style|style="|https?:\/\/(?!127)/);
+    // Links open in a browser tab: no 5 MB of bits as JSON per run (issue 27).
+    const sizes = [...html.matchAll(/randsize=(\d+)/g)].map((m) => Number(m[1]));
+    expect(sizes.length).toBeGreaterThan(0);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(1024);
     for (const [name, type] of [['app.js', 'text/javascript'], ['view.js', 'text/javascript'], ['page.css', 'text/css'], ['icon.svg', 'image/svg+xml']]) {
       const r = await get(`/assets/${name}`);
       expect(r.status).toBe(200);
@@ -81,6 +102,67 @@ describeEachEngine('quality page server', (engine) => {
     const missing = await get('/assets/secret.txt');
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ message: 'not found' });
+  });
+
+  it('answers HEAD wherever it answers GET: same status and headers, no body (issue 27)', async () => {
+    const paths = [
+      '/', '/assets/app.js', '/assets/page.css', '/page/v1/timeline', '/page/v1/runs/latest', `/page/v1/runs/${ids.fail}`,
+      `/page/v1/runs/${ids.fail}/bits`, '/page/v1/failing', '/page/v1/events', `/runs/${ids.fail}/report.html`,
+      '/api/v1/logs', '/api/v1/failing_logs', '/api/v1/failing_random?randsize=8', '/api/v1/runs', `/api/v1/runs/${ids.fail}`, '/metrics',
+    ];
+    for (const p of paths) {
+      const controller = new AbortController();
+      const got = await fetch(`${base}${p}`, { signal: controller.signal });
+      controller.abort(); // the event stream stays open: its status and headers are enough
+      const head = await fetch(`${base}${p}`, { method: 'HEAD' });
+      expect(head.status, p).toBe(got.status);
+      expect(head.status, p).toBe(200);
+      expect(head.headers.get('content-type'), p).toBe(got.headers.get('content-type'));
+      expect(await head.text(), p).toBe('');
+    }
+    const missing = await fetch(`${base}/page/v1/runs/999999`, { method: 'HEAD' });
+    expect(missing.status).toBe(404);
+  });
+
+  it('answers a method a page route does not take with 405 and Allow, as the APIs do (issue 27)', async () => {
+    for (const [method, p] of [['POST', '/'], ['POST', '/page/v1/timeline'], ['DELETE', `/page/v1/runs/${ids.fail}`], ['PUT', '/assets/app.js'], ['POST', '/page/v1/events'], ['POST', '/api/v1/logs'], ['DELETE', '/metrics']] as const) {
+      const r = await fetch(`${base}${p}`, { method });
+      expect(r.status, `${method} ${p}`).toBe(405);
+      expect(r.headers.get('allow'), `${method} ${p}`).toBe('GET, HEAD');
+      expect(await r.json()).toEqual({ message: `method ${method} not allowed`, details: [{ allow: ['GET', 'HEAD'] }] });
+    }
+    const unknown = await fetch(`${base}/page/v1/nope`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('compresses JSON, the page and its assets with brotli or gzip as the client asks, never raw bits (issue 27)', async () => {
+    const raw = async (p: string, acceptEncoding?: string) => {
+      const r = await request(`${base}${p}`, { headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} });
+      return { status: r.statusCode, headers: r.headers, body: Buffer.from(await r.body.arrayBuffer()) };
+    };
+    const paths = ['/', '/assets/view.js', '/assets/page.css', '/page/v1/timeline?hours=48', `/page/v1/runs/${ids.fail}`, `/runs/${ids.fail}/report.html`, `/api/v1/runs/${ids.fail}`, `/api/v1/failing_random?randsize=5242880`];
+    for (const p of paths) {
+      const plain = await raw(p);
+      expect(plain.headers['content-encoding'], p).toBeUndefined();
+      const br = await raw(p, 'gzip, deflate, br');
+      expect(br.headers['content-encoding'], p).toBe('br');
+      expect(br.headers.vary, p).toContain('accept-encoding');
+      // (The timeline's "now" moves between two requests.)
+      const same = (a: Buffer) => a.toString('latin1').replace(/"now":\d+/, '') === plain.body.toString('latin1').replace(/"now":\d+/, '');
+      expect(same(zlib.brotliDecompressSync(br.body)), p).toBe(true);
+      expect(br.body.length, p).toBeLessThan(plain.body.length / 2);
+      const gz = await raw(p, 'gzip;q=1, br;q=0');
+      expect(gz.headers['content-encoding'], p).toBe('gzip');
+      expect(same(zlib.gunzipSync(gz.body)), p).toBe(true);
+    }
+    const bits = await raw(`/page/v1/runs/${ids.fail}/bits`, 'gzip, br');
+    expect(bits.headers['content-encoding']).toBeUndefined();
+    // A compressed asset still revalidates: its weak ETag matches.
+    const asset = await raw('/assets/view.js', 'br');
+    const again = await request(`${base}/assets/view.js`, { headers: { 'accept-encoding': 'br', 'if-none-match': String(asset.headers.etag) } });
+    await again.body.dump();
+    expect(String(asset.headers.etag)).toMatch(/^W\//);
+    expect(again.statusCode).toBe(304);
   });
 
   it('timeline: runs of the period, oldest first, errors included, with their criteria', async () => {
@@ -125,6 +207,17 @@ describeEachEngine('quality page server', (engine) => {
       const r = await get(p);
       expect(r.status, p).toBe(404);
       expect(((await r.json()) as { message: string }).message).toMatch(/no quality run|kept no tested bits/);
+    }
+  });
+
+  it('says which parameter is wrong where: a path id is a path parameter; a path taking no query says so (issue 27)', async () => {
+    for (const p of ['/page/v1/runs/abc', '/api/v1/runs/0', '/runs/x/report.html']) {
+      const body = (await (await get(p)).json()) as { message: string };
+      expect(body.message, p).toBe('invalid path parameter id: must be a positive integer run id');
+    }
+    for (const p of [`/page/v1/runs/${ids.pass}?x=1`, `/api/v1/runs/${ids.pass}?x=1`]) {
+      const body = (await (await get(p)).json()) as { message: string };
+      expect(body.message, p).toBe('invalid query parameter x: unknown parameter (this path takes none)');
     }
   });
 
@@ -220,6 +313,40 @@ describeEachEngine('quality page server', (engine) => {
   });
 });
 
+describe('timeline of a long period', () => {
+  it('groups runs beyond what the chart width can show, each group its worst run, a failing run never hidden (issue 27)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-groups-'));
+    const db = await openDatabase({ url: `sqlite:${path.join(dir, 'q.db')}` });
+    const store = await QualityStore.open(db);
+    const app = await buildQualityApp({ store, logger: false });
+    try {
+      const now = Date.now();
+      const pass = await seedRun(store, 'pass', now - 23 * HOUR, LAYOUT);
+      const ids = [pass];
+      for (let i = 1; i < 600; i++) ids.push(await copyRun(store, pass, now - 23 * HOUR + i * 120_000));
+      const fail = await seedRun(store, 'fail', now - 10 * HOUR + 1000, LAYOUT);
+      await registerQualityPage(app, { store });
+      const whole = await app.inject({ url: '/page/v1/timeline' });
+      const grouped = await app.inject({ url: '/page/v1/timeline?width=300' });
+      const body = grouped.json() as { runCount: number; runs: { id: number; group: number; strict: boolean }[] };
+      expect(body.runCount).toBe(601);
+      expect(body.runs.length).toBeLessThanOrEqual(100);
+      expect(body.runs.reduce((n, r) => n + r.group, 0)).toBe(601);
+      expect(body.runs.find((r) => r.id === fail)).toMatchObject({ strict: true });
+      for (const r of body.runs) expect([...ids, fail]).toContain(r.id);
+      expect(grouped.body.length).toBeLessThan(whole.body.length / 4);
+      // A width that shows them all: every run, each a group of one.
+      const all = (await app.inject({ url: '/page/v1/timeline?width=4000' })).json() as { runs: { group: number }[] };
+      expect(all.runs).toHaveLength(601);
+      expect((await app.inject({ url: '/page/v1/timeline?width=-1' })).statusCode).toBe(400);
+    } finally {
+      await app.close();
+      await db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
 describe('run view and report files', () => {
   const input = (extra: Partial<RunViewInput>): RunViewInput => ({
     id: 7,
@@ -301,7 +428,11 @@ describe('quality role', () => {
       const page = await fetch(`${url}/`);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-security-policy')).toBe(PAGE_CSP);
-      expect(((await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[] }).runs).toEqual([]);
+      const timeline = (await (await fetch(`${url}/page/v1/timeline?hours=720`)).json()) as { runs: unknown[]; schedule: { intervalSeconds: number; drawTimeoutSeconds: number; nextRunAt: number } };
+      expect(timeline.runs).toEqual([]);
+      // The page says when the first run is due (firstRunDelaySeconds: 3600), not "about a minute".
+      expect(timeline.schedule).toMatchObject({ intervalSeconds: 3600, drawTimeoutSeconds: 60 });
+      expect(timeline.schedule.nextRunAt).toBeGreaterThan(Date.now() + 3_000_000);
       expect((await fetch(`${url}/page/v1/runs/latest`)).status).toBe(204);
       expect((await fetch(`${url}/page/v1/timeline?hours=721`)).status).toBe(400);
 

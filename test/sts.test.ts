@@ -131,6 +131,22 @@ describe('qentropy sts', () => {
     expect(stdout).toContain('tests_passed:');
   });
 
+  it("on one sequence (NIST's data.e) says uniformity was not judged instead of 'loosely failing: yes' (issue 27)", async () => {
+    const { code, stdout } = await cli(['sts', dataE, '--format', 'ascii', '--bits', '1000000']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('tests_passed:          true   (strictly failing: no, loosely failing: not judged (uniformity needs at least 55 sequences))');
+    expect(stdout).not.toContain('loosely failing: yes');
+  });
+
+  it('--html names the file it wrote, on stderr, and keeps stdout for the report (issue 27)', async () => {
+    const file = path.join(tmp, 'report.html');
+    const { code, stdout, stderr } = await cli(['sts', dataE, '--format', 'ascii', '--tests', 'frequency', '--json', '--html', file]);
+    expect(code).toBe(0);
+    expect(stderr).toBe(`qentropy: wrote the HTML report to ${file}\n`);
+    expect(fs.readFileSync(file, 'utf8')).toMatch(/^<!doctype html>/i);
+    expect(() => JSON.parse(stdout) as unknown).not.toThrow();
+  });
+
   it('reads a multi-stream binary file in chunks with the same result as one buffer', async () => {
     const data = crypto.randomBytes(40 * 1250);
     const file = path.join(tmp, 'chunks.bin');

@@ -1,6 +1,6 @@
 // The background filler: reads from the source while the pool has room, sleeps once the
 // pool is full, and wakes when the pool asks for a refill (a take left it below the
-// low-water mark, or a client's request found it short at any level). Source errors
+// low-water mark, or a client's request or a quality draw found it short at any level). Source errors
 // back off exponentially; a source taken out of service stops the filler for good (and
 // one found not random also empties the pool).
 import type { EntropySource } from '../sources/types.js';

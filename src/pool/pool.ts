@@ -22,8 +22,8 @@ export interface PoolOptions {
   capacity: number;
   /**
    * The filler is woken when the level drops below this (default capacity / 2). It is
-   * also woken whenever a client request finds the pool short, whatever the level: a
-   * request above the level but below the mark would otherwise wait forever.
+   * also woken whenever a client request or a quality draw finds the pool short, whatever
+   * the level: a request above the level but below the mark would otherwise wait forever.
    */
   lowWater?: number;
 }
@@ -117,6 +117,10 @@ export class EntropyPool {
             continue;
           }
         }
+        // Short: ask for a refill before waiting. The draw leaves the level AT the reserve
+        // (the low-water mark by default), never below it, so no take would wake a filler
+        // asleep on a full pool, and the draw would wait for a level that never comes.
+        this.notifyRefillNeeded();
         await this.waitForLevel(reserve + 1, options.signal);
       }
       return out;
@@ -149,7 +153,7 @@ export class EntropyPool {
 
   /**
    * Called whenever the pool needs filling: a take left it below its low-water mark, a
-   * client's take found it short (at any level), or it was cleared.
+   * client's take or a quality draw found it short (at any level), or it was cleared.
    */
   onRefillNeeded(listener: () => void): () => void {
     this.refillListeners.add(listener);

@@ -52,6 +52,14 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     const q = parseQuery(request.query, { after: { kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 } });
     const lastEventId = request.headers['last-event-id'];
     const after = typeof lastEventId === 'string' && /^[0-9]{1,15}$/.test(lastEventId) ? Number(lastEventId) : q.after;
+    const headers = {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      'x-content-type-options': 'nosniff',
+    };
+    // HEAD (an uptime check): the stream's headers, and no stream held open.
+    if (request.method === 'HEAD') return reply.code(200).headers(headers).send();
     const client = clientKey(request.socket.remoteAddress ?? 'unknown');
     const fromClient = perClient.get(client) ?? 0;
     if (streams.size >= maxStreams || fromClient >= maxPerClient) {
@@ -68,12 +76,7 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     perClient.set(client, fromClient + 1);
     const res = reply.raw;
     reply.hijack();
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      'x-content-type-options': 'nosniff',
-    });
+    res.writeHead(200, headers);
     const send = (run: TimelineRun): void => void res.write(`id: ${run.id}\nevent: run\ndata: ${JSON.stringify(run)}\n\n`);
     res.write('retry: 5000\n\n');
     const heartbeat = setInterval(() => res.write(': still here\n\n'), options.heartbeatMs ?? 25_000);

@@ -1,7 +1,7 @@
 // The quality page on the quality role's listener, beside the APIs (no token, same store):
 //   GET /                          the page (index.html), strict CSP
 //   GET /assets/{file}             its script, styles and icon
-//   GET /page/v1/timeline?hours=   runs of the last H hours (1 .. retention), oldest first
+//   GET /page/v1/timeline?hours=   runs of the last H hours (1 .. retention), oldest first, and the schedule
 //   GET /page/v1/runs/{id|latest}  one run folded for the page (view-model.ts); latest: 204 when none
 //   GET /page/v1/runs/{id}/bits    the run's kept tested bits, raw (for `qentropy sts`)
 //   GET /page/v1/failing?num=      the newest runs that failed a criterion
@@ -12,11 +12,12 @@ import { Readable } from 'node:stream';
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
-import { parseQuery, QueryError } from '../quality/query.js';
+import { parseQuery, parseRunId } from '../quality/query.js';
 import type { QualityStore } from '../quality/store.js';
 import { loadAssets, SERVED, type Asset } from './assets.js';
 import { renderHtmlReport, reportCsp } from './html-report.js';
 import { registerEventStream, type EventStreamOptions } from './event-stream.js';
+import { groupTimeline } from './timeline-groups.js';
 import { buildRunView, timelineRun, type RunView, type RunViewInput } from './view-model.js';
 
 export interface QualityPageOptions {
@@ -29,6 +30,16 @@ export interface QualityPageOptions {
   heartbeatMs?: number;
   /** Caps on event streams (total, per client address) and their lifetime (event-stream.ts). */
   events?: Pick<EventStreamOptions, 'maxStreams' | 'maxStreamsPerClient' | 'lifetimeMs'>;
+  /** The schedule of the runs, when a scheduler feeds this store (the daemon's role). */
+  schedule?: () => PageSchedule;
+}
+
+/** What the page needs to say when the next run is due and when a verdict is stale. */
+export interface PageSchedule {
+  intervalSeconds: number;
+  drawTimeoutSeconds: number;
+  /** Ms since the epoch; null while the scheduler is stopped. */
+  nextRunAt: number | null;
 }
 
 /** No inline script or style, no eval, nothing from another origin. */
@@ -39,13 +50,6 @@ export const PAGE_CSP =
 /** Most runs one timeline answer carries: 90 days of 10-minute runs, with room. */
 const TIMELINE_LIMIT = 20_000;
 const CHUNK = 64 * 1024;
-
-function runId(text: string): number {
-  if (!/^[0-9]{1,15}$/.test(text) || Number(text) < 1) {
-    throw new QueryError([{ parameter: 'id', problem: 'must be a positive integer run id', value: text.slice(0, 32) }]);
-  }
-  return Number(text);
-}
 
 function notFound(reply: FastifyReply, id: number): FastifyReply {
   return reply.code(404).type('application/json; charset=utf-8').send({ message: `no quality run ${id}`, details: [{ id }] });
@@ -72,7 +76,8 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     const asset = assets.get(name)!;
     reply.header('etag', asset.etag).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
     if (name.endsWith('.html')) reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer');
-    if (ifNoneMatch === asset.etag) return reply.code(304).send();
+    // Weak comparison (RFC 9110 §13.1.2): a compressed copy carries the weak form W/"...".
+    if (ifNoneMatch === asset.etag || ifNoneMatch === `W/${asset.etag}`) return reply.code(304).send();
     return reply.type(asset.type).send(asset.body);
   }
 
@@ -89,10 +94,26 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
   });
 
   app.get('/page/v1/timeline', async (request) => {
-    const q = parseQuery(request.query, { hours: { kind: 'int', min: 1, max: retentionHours, fallback: Math.min(24, retentionHours) } });
+    const q = parseQuery(request.query, {
+      hours: { kind: 'int', min: 1, max: retentionHours, fallback: Math.min(24, retentionHours) },
+      // The chart's width in pixels: beyond what it can show, runs come grouped (0: never).
+      width: { kind: 'int', min: 0, max: 16_384, fallback: 0 },
+    });
     const now = Date.now();
-    const rows = await store.listRunRows({ sinceMs: now - q.hours * 3_600_000, limit: TIMELINE_LIMIT });
-    return { now, hours: q.hours, retentionHours, runs: rows.map(timelineRun) };
+    const sinceMs = now - q.hours * 3_600_000;
+    const rows = await store.listRunRows({ sinceMs, limit: TIMELINE_LIMIT });
+    const runs = rows.map(timelineRun);
+    // firstRunAt: the page fits a service younger than the period to its runs.
+    const firstRunAt = (await store.firstRunMs()) ?? null;
+    return {
+      now,
+      hours: q.hours,
+      retentionHours,
+      firstRunAt,
+      schedule: options.schedule?.() ?? null,
+      runCount: runs.length,
+      runs: q.width > 0 ? groupTimeline(runs, Math.max(sinceMs, firstRunAt ?? sinceMs), now, q.width) : runs,
+    };
   });
 
   async function runView(id: number): Promise<RunView | undefined> {
@@ -105,14 +126,14 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
     const latest = request.params.id === 'latest' ? await store.latestRunId() : undefined;
     // No run yet is the normal state of a new service, not an error: 204, no body.
     if (request.params.id === 'latest' && latest === undefined) return reply.code(204).send();
-    const id = latest ?? runId(request.params.id);
+    const id = latest ?? parseRunId(request.params.id);
     const view = await runView(id);
     return view ?? notFound(reply, id);
   });
 
   app.get<{ Params: { id: string } }>('/page/v1/runs/:id/bits', async (request, reply) => {
     parseQuery(request.query, {});
-    const id = runId(request.params.id);
+    const id = parseRunId(request.params.id);
     const row = await store.getRunRow(id);
     if (!row) return notFound(reply, id);
     if (row.dataBits === 0) {
@@ -141,7 +162,7 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
 
   app.get<{ Params: { id: string } }>('/runs/:id/report.html', async (request, reply) => {
     parseQuery(request.query, {});
-    const id = runId(request.params.id);
+    const id = parseRunId(request.params.id);
     const view = await runView(id);
     if (!view) return notFound(reply, id);
     if (!assets) return unavailable(reply);

@@ -5,7 +5,7 @@
 //   GET /api/v1/failing_random?num=&randsize=
 //   GET /api/v1/runs?num=          (beyond the spec: newest runs, errors included)
 //   GET /api/v1/runs/{id}          (beyond the spec: the full per-run report)
-//   GET /metrics                    (Prometheus: the newest run's SP 800-90B min-entropy)
+//   GET /metrics                    (Prometheus: the newest run, its verdict and min-entropy, run counts)
 // Responses that carry `random` are streamed: up to 100 records x 5,242,880 characters is
 // about 500 MB of JSON, so the bits are read from storage in slices and expanded to text
 // chunk by chunk (native), at the pace the client reads.
@@ -17,8 +17,9 @@ import type { LoggerOptions } from 'pino';
 import { answerClientError, createListener, type ListenerTls } from '../listener/index.js';
 import { watchServer } from '../pqtls/index.js';
 import { bitsToText } from './bitstring.js';
+import { registerCompression } from './compression.js';
 import { createQualityMetrics } from './metrics.js';
-import { ENDPOINT_PARAMS, parseQuery, QueryError } from './query.js';
+import { ENDPOINT_PARAMS, parseQuery, parseRunId, QueryError } from './query.js';
 import { imfFixdate, simplify } from './record.js';
 import { StorageUnavailableError, type ListedRun, type QualityStore } from './store.js';
 
@@ -37,9 +38,18 @@ export interface QualityAppOptions {
   streamChunkBytes?: number;
   /** Connections served at once (`quality.listen.maxConnections`, default 512); more get 503. */
   maxConnections?: number;
+  /** The schedule's interval, for /metrics (the role's `intervalSeconds`). */
+  intervalSeconds?: number;
 }
 
-const ROUTES = ['/api/v1/logs', '/api/v1/failing_logs', '/api/v1/failing_random', '/api/v1/runs'];
+/** What a path served by GET also answers (RFC 9110 §9.3.2: HEAD wherever GET is). */
+const ALLOWED_METHODS = ['GET', 'HEAD'];
+
+/** `/api/v1/runs/:id` -> a RegExp matching the concrete paths of that route. */
+function routePattern(url: string): RegExp {
+  const parts = url.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${parts.join('/')}$`);
+}
 
 interface ErrorBody {
   message: string;
@@ -60,7 +70,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     // Request lines only when asked for (default off, as for every role's listener).
     logController: new LogController({ disableRequestLogging: options.logRequests !== true }),
     bodyLimit: 1024,
-    exposeHeadRoutes: false,
+    exposeHeadRoutes: true,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     serverFactory: (handler) =>
@@ -71,6 +81,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     },
   });
   if (options.tls) watchServer(app.server, { face: 'quality', log: app.log });
+  registerCompression(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof QueryError) return sendError(reply, 400, { message: error.message, details: error.details });
@@ -86,11 +97,19 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     return sendError(reply, 500, { message: 'internal server error', details: [] });
   });
 
+  // Every GET route, the APIs' and the page's (registered later on this app), so that
+  // another method on one of its paths is a 405 naming what is allowed, not a 404.
+  const getRoutes: RegExp[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (methods.includes('GET')) getRoutes.push(routePattern(route.url));
+  });
+
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;
-    if (ROUTES.includes(path) || /^\/api\/v1\/runs\/[^/]+$/.test(path)) {
-      reply.header('allow', 'GET');
-      return sendError(reply, 405, { message: `method ${request.method} not allowed`, details: [{ allow: ['GET'] }] });
+    if (getRoutes.some((pattern) => pattern.test(path))) {
+      reply.header('allow', ALLOWED_METHODS.join(', '));
+      return sendError(reply, 405, { message: `method ${request.method} not allowed`, details: [{ allow: ALLOWED_METHODS }] });
     }
     return sendError(reply, 404, { message: 'not found', details: [{ path: path.slice(0, 200) }] });
   });
@@ -115,7 +134,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
     return stream(reply, failedRandoms(runs, q.randsize));
   });
 
-  const metrics = createQualityMetrics(store);
+  const metrics = createQualityMetrics(store, options.intervalSeconds !== undefined ? { intervalSeconds: options.intervalSeconds } : {});
   app.get('/metrics', async (_request, reply) => {
     const text = await metrics.metrics();
     return reply.type(metrics.contentType).send(text);
@@ -142,11 +161,7 @@ export async function buildQualityApp(options: QualityAppOptions): Promise<Fasti
 
   app.get<{ Params: { id: string } }>('/api/v1/runs/:id', async (request, reply) => {
     parseQuery(request.query, {});
-    const text = request.params.id;
-    if (!/^[0-9]{1,15}$/.test(text) || Number(text) < 1) {
-      throw new QueryError([{ parameter: 'id', problem: 'must be a positive integer run id', value: text.slice(0, 32) }]);
-    }
-    const id = Number(text);
+    const id = parseRunId(request.params.id);
     const report = await store.getReport(id);
     if (!report) return sendError(reply, 404, { message: `no quality run ${id}`, details: [{ id }] });
     return json(reply, { id, ...report });

@@ -15,12 +15,23 @@ export interface QueryProblem {
   value?: string;
 }
 
-/** A 400 for the client: `{"message", "details"}`. */
+/** A 400 for the client: `{"message", "details"}`, naming where the bad parameter was. */
 export class QueryError extends Error {
-  constructor(readonly details: QueryProblem[]) {
-    super(details.length === 1 ? `invalid query parameter ${details[0]!.parameter}: ${details[0]!.problem}` : 'invalid query parameters');
+  constructor(
+    readonly details: QueryProblem[],
+    where: 'query' | 'path' = 'query',
+  ) {
+    super(details.length === 1 ? `invalid ${where} parameter ${details[0]!.parameter}: ${details[0]!.problem}` : `invalid ${where} parameters`);
     this.name = 'QueryError';
   }
+}
+
+/** A run id in a path (`/api/v1/runs/{id}`, `/page/v1/runs/{id}`): a positive integer. */
+export function parseRunId(text: string): number {
+  if (!/^[0-9]{1,15}$/.test(text) || Number(text) < 1) {
+    throw new QueryError([{ parameter: 'id', problem: 'must be a positive integer run id', value: text.slice(0, 32) }], 'path');
+  }
+  return Number(text);
 }
 
 type Spec = { kind: 'int'; min: number; max: number; fallback: number } | { kind: 'bool'; fallback: boolean };
@@ -46,7 +57,12 @@ export function parseQuery<S extends Record<string, Spec>>(query: unknown, specs
   const problems: QueryProblem[] = [];
   const out: Record<string, number | boolean> = {};
   for (const key of Object.keys(params)) {
-    if (!(key in specs)) problems.push({ parameter: show(key), problem: `unknown parameter (accepted: ${Object.keys(specs).join(', ')})` });
+    if (key in specs) continue;
+    const accepted = Object.keys(specs);
+    problems.push({
+      parameter: show(key),
+      problem: accepted.length > 0 ? `unknown parameter (accepted: ${accepted.join(', ')})` : 'unknown parameter (this path takes none)',
+    });
   }
   for (const [name, spec] of Object.entries(specs)) {
     out[name] = spec.fallback;

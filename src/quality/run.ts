@@ -63,8 +63,9 @@ export class QualityRunner {
       data = await source.draw(bytes, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
     } catch (err) {
       if (signal.aborted) throw new RunAbortedError('the quality run was stopped while drawing bits', { cause: err });
+      const lastFailure = source.lastFailure ? `; last failure: ${source.lastFailure}` : '';
       const reason = isTimeout(err)
-        ? `source ${source.name} did not deliver ${bytes} bytes within ${Math.round(timeoutMs / 1000)} s`
+        ? `source ${source.name} did not deliver ${bytes} bytes within ${Math.round(timeoutMs / 1000)} s${lastFailure}`
         : `source ${source.name} failed: ${errorText(err)}`;
       return this.storeError(startedMs, reason, { drawMs: performance.now() - drawStarted });
     }

@@ -33,6 +33,11 @@ export class Scheduler<T> {
     return this.current !== undefined;
   }
 
+  /** When the next tick is due (ms since the epoch), or undefined while stopped. */
+  get nextTickAt(): number | undefined {
+    return this.stopped ? undefined : this.nextAt;
+  }
+
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;

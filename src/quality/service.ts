@@ -45,6 +45,11 @@ export class QualityService {
     return this.scheduler.skippedTicks;
   }
 
+  /** When the next scheduled run is due (ms since the epoch), or undefined while stopped. */
+  get nextRunAt(): number | undefined {
+    return this.scheduler.nextTickAt;
+  }
+
   start(): void {
     this.scheduler.start();
     const every = this.options.pruneIntervalMs ?? 3_600_000;

@@ -10,6 +10,11 @@ export interface QualityBitSource {
   readonly name: string;
   /** Exactly `bytes` fresh bytes the caller owns; rejects when the source fails or `signal` aborts. */
   draw(bytes: number, signal: AbortSignal): Promise<Buffer>;
+  /**
+   * Why the latest attempt failed while a draw keeps retrying (undefined after a success),
+   * so a draw that times out can say what it was waiting on (e.g. connection refused).
+   */
+  readonly lastFailure?: string | undefined;
   close(): Promise<void>;
 }
 
@@ -73,11 +78,19 @@ export class OwnPoolSource implements QualityBitSource {
 /** A remote entropy API of the spec's shape, through the client and its retry policy. */
 export class EntropyApiSource implements QualityBitSource {
   readonly name: string;
+  lastFailure: string | undefined;
   private readonly client: EntropyClient;
   private readonly blocksPerRequest: number;
 
   constructor(options: EntropyClientOptions & { blocksPerRequest?: number }) {
-    this.client = new EntropyClient(options);
+    const onRetry = options.onRetry;
+    this.client = new EntropyClient({
+      ...options,
+      onRetry: (info) => {
+        this.lastFailure = info.error.message;
+        onRetry?.(info);
+      },
+    });
     this.blocksPerRequest = Math.min(Math.max(options.blocksPerRequest ?? MAX_BLOCKS, 1), MAX_BLOCKS);
     this.name = `entropy-api ${new URL(options.url).origin}`;
   }
@@ -90,6 +103,7 @@ export class EntropyApiSource implements QualityBitSource {
         signal.throwIfAborted();
         const blocks = Math.min(this.blocksPerRequest, Math.ceil((bytes - filled) / 1024));
         const data = await this.client.fetch(blocks, { signal });
+        this.lastFailure = undefined;
         const count = Math.min(data.length, bytes - filled);
         data.copy(out, filled, 0, count);
         data.fill(0);

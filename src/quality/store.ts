@@ -270,6 +270,33 @@ export class QualityStore {
     return rows[0] ? toRunRow(rows[0]) : undefined;
   }
 
+  /**
+   * Runs stored with an id above `afterId`, counted by outcome (passed: tests_passed;
+   * failed: completed without it; error: nothing tested), and the highest id counted.
+   */
+  async countRunsAfter(afterId: number): Promise<{ maxId: number; passed: number; failed: number; error: number }> {
+    const rows = await this.guard(() =>
+      this.db.query<{ status: RunStatus; tests_passed: number | boolean | null; runs: number | string; max_id: number | string }>(
+        `SELECT status, tests_passed, count(*) AS runs, max(id) AS max_id FROM quality_runs WHERE id > $1 GROUP BY status, tests_passed`,
+        [afterId],
+      ),
+    );
+    const counts = { maxId: afterId, passed: 0, failed: 0, error: 0 };
+    for (const row of rows) {
+      const outcome = row.status === 'error' ? 'error' : Number(row.tests_passed) ? 'passed' : 'failed';
+      counts[outcome] += Number(row.runs);
+      counts.maxId = Math.max(counts.maxId, Number(row.max_id));
+    }
+    return counts;
+  }
+
+  /** When the oldest stored run completed (ms), or undefined when none is stored. */
+  async firstRunMs(): Promise<number | undefined> {
+    const rows = await this.guard(() => this.db.query<{ ms: number | string | null }>('SELECT min(completed_ms) AS ms FROM quality_runs'));
+    const ms = rows[0]?.ms;
+    return ms === null || ms === undefined ? undefined : Number(ms);
+  }
+
   /** The highest run id stored (0 when none): cheap enough to poll for new runs. */
   async maxRunId(): Promise<number> {
     const rows = await this.guard(() => this.db.query<{ id: number | null }>('SELECT max(id) AS id FROM quality_runs'));

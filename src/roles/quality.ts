@@ -83,8 +83,17 @@ export class QualityRole implements Role {
         logger: { level: this.logger.level, base: { role: 'quality' } },
         logRequests: config.logRequests,
         ...(config.listen.maxConnections !== undefined ? { maxConnections: config.listen.maxConnections } : {}),
+        intervalSeconds: config.intervalSeconds,
       });
-      await registerQualityPage(this.app, { store, retentionDays: config.retentionDays });
+      await registerQualityPage(this.app, {
+        store,
+        retentionDays: config.retentionDays,
+        schedule: () => ({
+          intervalSeconds: config.intervalSeconds,
+          drawTimeoutSeconds: config.drawTimeoutSeconds,
+          nextRunAt: this.service?.nextRunAt ?? null,
+        }),
+      });
       await this.app.listen({ host: config.listen.host, port: config.listen.port });
     } catch (err) {
       await this.stop();
@@ -143,7 +152,9 @@ export class QualityRole implements Role {
         onRetry: ({ error, delayMs }) => this.logger.warn({ err: error.message, delayMs }, 'entropy API request failed; retrying'),
       });
     }
-    if (this.deps.pool && !config.localSource) return new PoolTapSource(this.deps.pool);
+    // Named as `qentropy quality run` names its own pool, "pool (getrandom)": one wording
+    // for where a run's bits came from, whichever process drew them.
+    if (this.deps.pool && !config.localSource) return new PoolTapSource(this.deps.pool, undefined, `pool (${config.entropySource ?? 'entropy role'})`);
     const specText = config.localSource ?? config.entropySource ?? 'hwrng';
     const spec = parseSourceSpec(specText);
     if (spec.kind === 'upstream') {

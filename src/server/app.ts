@@ -232,8 +232,9 @@ export async function buildEntropyApp(options: EntropyAppOptions): Promise<Fasti
     if (source.state === 'failed') warnings.push(`source ${source.name} out of service${source.message ? `: ${source.message}` : ''}`);
     if (source.state === 'degraded') warnings.push(`source ${source.name} degraded${source.message ? `: ${source.message}` : ''}`);
     const status = source.state === 'failed' ? 'failing' : source.state === 'ok' && !source.development ? 'ok' : 'degraded';
-    reply.header('cache-control', 'no-store');
-    return reply.code(source.state === 'failed' ? 503 : 200).send({ status, source, pool, warnings });
+    reply.header('cache-control', 'no-store').type('application/json; charset=utf-8');
+    // Ends with a newline, as a terminal wants: `curl /healthz; curl /metrics` stays readable.
+    return reply.code(source.state === 'failed' ? 503 : 200).send(`${JSON.stringify({ status, source, pool, warnings })}\n`);
   });
 
   app.get('/metrics', async (_request, reply) => {

@@ -76,6 +76,20 @@ function positiveInt(text: string | undefined, flag: string, fallback: number, m
   return Number(text);
 }
 
+/**
+ * Says at once why the entropy API does not answer (connection refused, 503, ...) instead of
+ * staying silent until the draw timeout: the first failure always, each retry on a terminal.
+ */
+function reportRetries(drawTimeoutSeconds: number, err: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr) {
+  return ({ error, attempt, delayMs }: { error: Error; attempt: number; delayMs: number }): void => {
+    if (attempt === 1) {
+      err.write(`qentropy: entropy API: ${error.message}; retrying for up to ${drawTimeoutSeconds} s (quality.drawTimeoutSeconds)\n`);
+    } else if (err.isTTY === true) {
+      err.write(`qentropy: entropy API: attempt ${attempt} failed: ${error.message}; next in ${(delayMs / 1000).toFixed(1)} s\n`);
+    }
+  };
+}
+
 function bitSource(options: QualityRunOptions, config: QentropyConfig): QualityBitSource {
   const q = config.quality;
   const url = options.url ?? (q.source === 'entropy-api' && !options.source ? q.entropyApi?.url : undefined);
@@ -92,7 +106,12 @@ function bitSource(options: QualityRunOptions, config: QentropyConfig): QualityB
     }
     if (!token) throw new CliError('an entropy API needs a token: set QENTROPY_TOKEN or pass --token-file');
     const caFile = options.caFile ?? (options.url ? undefined : q.entropyApi?.caFile);
-    return new EntropyApiSource({ url, token, ...(caFile ? { ca: fs.readFileSync(caFile) } : {}) });
+    return new EntropyApiSource({
+      url,
+      token,
+      ...(caFile ? { ca: fs.readFileSync(caFile) } : {}),
+      onRetry: reportRetries(q.drawTimeoutSeconds),
+    });
   }
   const specText = options.source ?? q.localSource ?? config.entropy.source;
   let spec;
@@ -161,6 +180,7 @@ export async function printQualityReport(id: string | undefined, options: Qualit
       } catch (err) {
         throw new CliError(`--html: cannot write ${options.html}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
+      process.stderr.write(`qentropy: wrote the HTML report of run ${runId} to ${options.html}\n`);
     }
     out.write(options.json ? `${JSON.stringify({ id: runId, ...report }, null, 2)}\n` : formatRunReport({ id: runId, ...report }));
   } finally {

@@ -107,7 +107,10 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
     });
     bar?.done();
     const source = `${file} (${result.format})`;
-    if (opts.html !== undefined) await writeHtml(opts.html, result, source);
+    if (opts.html !== undefined) {
+      await writeHtml(opts.html, result, source);
+      process.stderr.write(`qentropy: wrote the HTML report to ${opts.html}\n`);
+    }
     if (opts.json) process.stdout.write(`${JSON.stringify(toJson(result))}\n`);
     else process.stdout.write(formatReport(result, { source }));
   } catch (err) {

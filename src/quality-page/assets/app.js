@@ -2,24 +2,39 @@
 // page's data endpoints, draws them with view.js, and follows new runs through server-sent
 // events (/page/v1/events). The selected run lives in the URL (#run=ID&hours=H), so marks
 // are plain links: clickable, focusable and activated with Enter, and a view can be shared.
-import { esc, renderFailing, renderRun, renderSummary, renderTimeline } from './view.js';
+import { badge, esc, renderFailing, renderRun, renderSummary, renderTimeline, utc } from './view.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 const state = {
   hours: 24,
   retentionHours: 24 * 90,
+  /** The service's schedule ({intervalSeconds, drawTimeoutSeconds, nextRunAt}), or null when unknown. */
+  schedule: /** @type {any} */ (null),
+  /** Runs in the period (the timeline may draw fewer marks, each the worst of a span). */
+  runCount: 0,
+  /** When the oldest stored run completed (ms), or null. */
+  firstRunAt: /** @type {number | null} */ (null),
   /** @type {any[]} */ runs: [],
   now: Date.now(),
   /** Explicitly selected run id, or null to follow the newest. */
   selectedId: /** @type {number | null} */ (null),
   latest: /** @type {any} */ (null),
+  /** The newest run that tested bits, when the newest run is an error run. */
+  latestTested: /** @type {any} */ (null),
   selected: /** @type {any} */ (null),
+  /** When the page last had an answer or an event from the service (ms), and whether the event stream is open. */
+  lastHeard: 0,
+  live: false,
 };
+
+/** Past a run's interval and draw timeout, plus this, the newest verdict is stale. */
+const STALE_MARGIN_MS = 120_000;
 
 /** The JSON at `url`; null for 204 (e.g. no run stored yet). */
 async function getJson(url) {
   const response = await fetch(url, { headers: { accept: 'application/json' } });
+  state.lastHeard = Date.now();
   if (response.status === 204) return null;
   if (!response.ok) {
     let message = `${response.status}`;
@@ -51,14 +66,21 @@ function drawTimeline() {
   const box = $('timeline-chart');
   const width = Math.max(300, Math.floor(box.clientWidth));
   const to = Math.max(state.now, ...state.runs.map((r) => r.time));
-  const from = to - state.hours * 3_600_000;
+  let from = to - state.hours * 3_600_000;
+  // A service younger than the period: the axis starts at its first run, not hours before it.
+  if (state.firstRunAt !== null && state.firstRunAt > from) from = state.firstRunAt - Math.max(60_000, (to - state.firstRunAt) * 0.03);
   box.innerHTML = renderTimeline(state.runs, { from, to, width, selectedId: state.selected?.id ?? null });
-  $('timeline-count').textContent = `${state.runs.length} run${state.runs.length === 1 ? '' : 's'} in the last ${state.hours} h`;
+  const since = from > to - state.hours * 3_600_000 ? `since the first run, ${utc(state.firstRunAt)}` : `in the last ${state.hours} h`;
+  const count = Math.max(state.runCount, state.runs.length);
+  const grouped = count > state.runs.length ? `, drawn as ${state.runs.length} marks: the worst run of each span` : '';
+  $('timeline-count').textContent = `${count} run${count === 1 ? '' : 's'} ${since}${grouped}`;
 }
 
 function drawRangeOptions() {
   const select = /** @type {HTMLSelectElement} */ ($('range'));
   const choices = [
+    [1, '1 hour'],
+    [6, '6 hours'],
     [24, '24 hours'],
     [72, '3 days'],
     [168, '7 days'],
@@ -74,18 +96,75 @@ function drawRangeOptions() {
 }
 
 async function loadTimeline() {
-  const data = await getJson(`/page/v1/timeline?hours=${state.hours}`);
+  // The chart's width: a long period comes grouped to what it can show (issue 27).
+  const width = Math.max(300, Math.floor($('timeline-chart').clientWidth));
+  const data = await getJson(`/page/v1/timeline?hours=${state.hours}&width=${width}`);
   state.runs = data.runs;
+  state.runCount = data.runCount ?? data.runs.length;
   state.now = data.now;
   state.retentionHours = data.retentionHours;
+  state.schedule = data.schedule ?? null;
+  state.firstRunAt = data.firstRunAt ?? null;
   drawRangeOptions();
   drawTimeline();
 }
 
+/** "14:05 UTC (in about 9 minutes)" for a time in ms since the epoch. */
+function dueText(at) {
+  const minutes = Math.round((at - Date.now()) / 60_000);
+  const clock = `${new Date(at).toISOString().slice(11, 16)} UTC`;
+  return minutes >= 1 ? `${clock} (in about ${minutes} minute${minutes === 1 ? '' : 's'})` : `${clock} (now)`;
+}
+
+/** The next scheduled run after now (ms), from the schedule the timeline gave. */
+function nextRunAt(now) {
+  const s = state.schedule;
+  if (!s?.nextRunAt) return null;
+  let at = s.nextRunAt;
+  while (at < now) at += s.intervalSeconds * 1000;
+  return at;
+}
+
+/** When the newest run's verdict goes stale: a whole interval and draw timeout, and a margin, after it. */
+function staleAfter() {
+  const s = state.schedule;
+  const completed = Date.parse(state.latest?.completed ?? '');
+  if (!s || Number.isNaN(completed)) return null;
+  return completed + (s.intervalSeconds + s.drawTimeoutSeconds) * 1000 + STALE_MARGIN_MS;
+}
+
+/** How fresh "Now" is: when the page last heard from the service, and when the next run is due. */
+function contactLine(now) {
+  const heard = state.lastHeard ? `last heard from the service ${utc(state.lastHeard)}` : 'not heard from the service yet';
+  const next = nextRunAt(now);
+  return `<p class="contact" data-live="${state.live}">${state.live ? 'Live' : 'Not connected'}: ${esc(heard)}.${next ? ` Next run due ${esc(utc(next))}.` : ''}</p>`;
+}
+
 function drawNow() {
-  $('now-body').innerHTML = state.latest
-    ? renderSummary(state.latest, { title: `Latest run ${state.latest.id}` })
-    : '<p>No run is stored yet: the first one starts when the service starts and takes about a minute.</p>';
+  const now = Date.now();
+  if (state.latest) {
+    const staleAt = staleAfter();
+    const stale = staleAt !== null && now > staleAt;
+    let html = '';
+    if (stale) {
+      html +=
+        `<p class="stale-note" role="alert">${badge('error', '!', 'Stale')} No run has completed since ${esc(utc(state.latest.completed))}; ` +
+        `one was due by ${esc(utc(staleAt))}. The verdict below may no longer hold.</p>`;
+    }
+    html += `<div class="${stale ? 'stale' : 'fresh'}">${renderSummary(state.latest, { title: `Latest run ${state.latest.id}` })}`;
+    // An error run tested nothing: the newest verdict that exists is the run before it.
+    if (state.latest.status === 'error' && state.latestTested) {
+      html += renderSummary(state.latestTested, { title: `Latest tested run ${state.latestTested.id}` });
+    }
+    html += '</div>';
+    $('now-body').innerHTML = html + contactLine(now);
+    $('now-body').dataset.stale = String(stale);
+    return;
+  }
+  const next = state.schedule?.nextRunAt;
+  $('now-body').innerHTML = next
+    ? `<p>No run is stored yet. The first run is due at ${esc(dueText(next))}; its result appears here when it completes.</p>`
+    : '<p>No run is stored yet: runs appear here as they complete.</p>';
 }
 
 function drawSelected() {
@@ -132,7 +211,19 @@ async function loadFailing() {
 
 async function loadLatest() {
   state.latest = await getJson('/page/v1/runs/latest');
+  await loadLatestTested();
   drawNow();
+}
+
+/** When the newest run is an error run: the newest tested run in the timeline, for "Now". */
+async function loadLatestTested() {
+  if (state.latest?.status !== 'error') {
+    state.latestTested = null;
+    return;
+  }
+  const tested = [...state.runs].reverse().find((r) => r.status !== 'error' && r.id < state.latest.id);
+  if (!tested) return;
+  if (state.latestTested?.id !== tested.id) state.latestTested = await getJson(`/page/v1/runs/${tested.id}`).catch(() => null);
 }
 
 function setHash() {
@@ -147,9 +238,11 @@ function setHash() {
 async function onNewRun(run) {
   if (state.runs.some((r) => r.id === run.id)) return;
   state.runs.push(run);
+  state.runCount += 1;
   state.runs.sort((a, b) => a.time - b.time || a.id - b.id);
   state.now = Math.max(state.now, run.time);
   const cutoff = state.now - state.hours * 3_600_000;
+  state.runCount -= state.runs.filter((r) => r.time < cutoff).reduce((n, r) => n + (r.group ?? 1), 0);
   state.runs = state.runs.filter((r) => r.time >= cutoff);
   await loadLatest();
   announce(`Live: new run ${run.id} at ${new Date(run.time).toISOString().slice(11, 19)} UTC — ${run.status === 'error' ? 'not tested' : run.strict ? 'failed' : run.loose ? 'passed, one criterion failed' : 'passed'}`);
@@ -161,9 +254,37 @@ function connect() {
   // `after`: runs stored since the page loaded are sent first (reconnects use Last-Event-ID).
   const known = Math.max(0, state.latest?.id ?? 0, ...state.runs.map((r) => r.id));
   const events = new EventSource(`/page/v1/events?after=${known}`);
-  events.addEventListener('open', () => announce('Live: new runs appear here as they complete.'));
-  events.addEventListener('run', (e) => void onNewRun(JSON.parse(/** @type {MessageEvent} */ (e).data)));
-  events.addEventListener('error', () => announce('Live updates interrupted; reconnecting…'));
+  events.addEventListener('open', () => {
+    state.live = true;
+    state.lastHeard = Date.now();
+    announce('Live: new runs appear here as they complete.');
+    drawNow();
+  });
+  events.addEventListener('run', (e) => {
+    state.lastHeard = Date.now();
+    void onNewRun(JSON.parse(/** @type {MessageEvent} */ (e).data));
+  });
+  events.addEventListener('error', () => {
+    state.live = false;
+    announce('Live updates interrupted; reconnecting…');
+    drawNow();
+  });
+}
+
+/**
+ * Arrow keys on the timeline: Left/Right to the previous/next run, Home/End to the first and
+ * last; the focused mark becomes the one Tab stop. Enter selects it (the mark is a link).
+ */
+function onTimelineKey(e) {
+  const marks = /** @type {HTMLElement[]} */ ([...$('timeline-chart').querySelectorAll('a.mark')]);
+  const at = marks.indexOf(/** @type {HTMLElement} */ (document.activeElement));
+  if (at < 0) return;
+  const to = { ArrowLeft: at - 1, ArrowRight: at + 1, ArrowUp: at - 1, ArrowDown: at + 1, Home: 0, End: marks.length - 1 }[e.key];
+  if (to === undefined) return;
+  e.preventDefault();
+  const next = marks[Math.max(0, Math.min(marks.length - 1, to))];
+  for (const m of marks) m.setAttribute('tabindex', m === next ? '0' : '-1');
+  next.focus();
 }
 
 function step(delta) {
@@ -179,6 +300,7 @@ async function start() {
     setHash();
     await loadTimeline().catch((err) => showError('timeline-chart', err));
   });
+  $('timeline-chart').addEventListener('keydown', onTimelineKey);
   $('prev-run').addEventListener('click', () => step(-1));
   $('next-run').addEventListener('click', () => step(1));
   $('follow-latest').addEventListener('click', () => {
@@ -196,8 +318,18 @@ async function start() {
     loadLatest().catch((err) => showError('now-body', err)),
     loadFailing(),
   ]);
+  // "Now" needs the timeline too: the schedule (first run, staleness) and, after an error
+  // run, the newest tested run.
+  if (!$('now-body').querySelector('.problem')) {
+    await loadLatestTested().catch(() => undefined);
+    drawNow();
+  }
   await loadSelected();
   connect();
+  // Staleness and "next run due" move with the clock, not only with events.
+  setInterval(() => {
+    if (!$('now-body').querySelector('.problem')) drawNow();
+  }, 15_000);
   document.body.dataset.ready = 'true';
 }
 

@@ -144,33 +144,63 @@ function proportionChart(test, domain, alpha) {
   return `<svg class="proportion" viewBox="0 0 ${W} 46" role="img" aria-label="${esc(label)}">${parts.join('')}</svg>`;
 }
 
-/** C1..C10 bars, heights proportional to counts; a dashed line at the count a uniform spread expects. */
-function histogramChart(test) {
-  const counts = test.histogram;
+/**
+ * The histogram a card shows: the test's, summed over its sub-tests, unless uniformity
+ * failed on a test with several sub-tests. Then the failing sub-test's own bins, since the
+ * sum of 148 templates can look flat while one template is far from uniform, and a flat
+ * histogram labelled "not uniform" contradicts itself.
+ */
+function shownHistogram(run, test) {
+  if (test.uniformity !== 'failed' || test.subTests <= 1) return { counts: test.histogram, sub: null };
+  let worst = null;
+  for (const st of run.subTests) {
+    if (st.test !== test.test || st.uniformityP === null) continue;
+    if (!worst || st.uniformityP < worst.uniformityP) worst = st;
+  }
+  return worst ? { counts: worst.histogram, sub: worst } : { counts: test.histogram, sub: null };
+}
+
+/**
+ * C1..C10 bars, heights proportional to counts, over a count axis (0 and the tallest bar);
+ * a dashed line at the count a uniform spread expects.
+ */
+function histogramChart(test, shown) {
+  const counts = shown.counts;
   const max = Math.max(1, ...counts);
   const total = counts.reduce((a, b) => a + b, 0);
-  const top = 6;
+  const top = 8;
   const base = 76;
-  const barW = (W - 12) / 10;
+  const left = 30;
+  const barW = (W - left - 6) / 10;
   const bars = counts.map((count, i) => {
     const h = ((base - top) * count) / max;
     return (
-      `<rect class="bar" data-count="${count}" x="${(6 + i * barW + 1).toFixed(1)}" y="${(base - h).toFixed(2)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(2)}">` +
+      `<rect class="bar" data-count="${count}" x="${(left + i * barW + 1).toFixed(1)}" y="${(base - h).toFixed(2)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(2)}">` +
       `<title>C${i + 1}, P in [${(i / 10).toFixed(1)}, ${((i + 1) / 10).toFixed(1)}${i === 9 ? ']' : ')'}: ${count}</title></rect>`
     );
   });
   const expectedY = base - ((base - top) * (total / 10)) / max;
-  const label = `P-value histogram of ${test.name}, C1 to C10: ${counts.join(', ')}`;
+  const of = shown.sub ? `${test.name} sub-test ${shown.sub.label ?? ''}`.trim() : test.name;
+  const label = `P-value histogram of ${of}, C1 to C10: ${counts.join(', ')}`;
   return (
-    `<svg class="histogram" viewBox="0 0 ${W} 90" role="img" aria-label="${esc(label)}">` +
-    `<line class="axis" x1="6" x2="${W - 6}" y1="${base}" y2="${base}"/>${bars.join('')}` +
-    (total > 0 ? `<line class="expected" x1="6" x2="${W - 6}" y1="${expectedY.toFixed(2)}" y2="${expectedY.toFixed(2)}"/>` : '') +
-    `<text class="tick" x="6" y="88">P = 0</text><text class="tick end" x="${W - 6}" y="88">1</text></svg>`
+    `<svg class="histogram" viewBox="0 0 ${W} 90" role="img" aria-label="${esc(label)}"${shown.sub ? ` data-sub-test="${esc(shown.sub.label ?? '')}"` : ''}>` +
+    `<line class="axis" x1="${left}" x2="${W - 6}" y1="${base}" y2="${base}"/><line class="axis" x1="${left}" x2="${left}" y1="${top}" y2="${base}"/>` +
+    `<text class="tick end count-max" x="${left - 3}" y="${top + 7}">${int(max)}</text><text class="tick end" x="${left - 3}" y="${base}">0</text>` +
+    bars.join('') +
+    (total > 0 ? `<line class="expected" x1="${left}" x2="${W - 6}" y1="${expectedY.toFixed(2)}" y2="${expectedY.toFixed(2)}"/>` : '') +
+    `<text class="tick" x="${left}" y="88">P = 0</text><text class="tick end" x="${W - 6}" y="88">1</text></svg>`
   );
 }
 
-function uniformityText(test) {
-  const where = test.subTests > 1 ? ` (lowest of ${test.subTests} sub-tests)` : '';
+function uniformityText(test, shown) {
+  if (shown.sub) {
+    const label = shown.sub.label ? ` ${esc(shown.sub.label)}` : '';
+    return (
+      `${badge('fail', '✗', 'not uniform')} sub-test${label} of ${test.subTests}: P-value of uniformity ${fixed(shown.sub.uniformityP, 6)}; ` +
+      `the histogram above is that sub-test's (counts of sequences per bin)`
+    );
+  }
+  const where = test.subTests > 1 ? ` (lowest of ${test.subTests} sub-tests; histogram: counts summed over them)` : '';
   const p = test.uniformityP === null ? 'not computed' : fixed(test.uniformityP, 6);
   const verdict =
     test.uniformity === 'passed'
@@ -195,6 +225,7 @@ export function renderTests(run, cardHeading = 'h5') {
   const domain = proportionDomain(run);
   const cards = run.tests.map((t) => {
     const flagged = t.flagged > 0;
+    const shown = shownHistogram(run, t);
     return (
       `<article class="test-card${flagged ? ' flagged' : ''}${t.uniformity === 'failed' ? ' not-uniform' : ''}" data-test="${esc(t.test)}" data-flagged="${t.flagged}">` +
       `<${cardHeading}>${esc(t.name)}${t.subTests > 1 ? ` <span class="count">${t.subTests} sub-tests</span>` : ''}` +
@@ -202,8 +233,8 @@ export function renderTests(run, cardHeading = 'h5') {
       `</${cardHeading}>` +
       proportionChart(t, domain, run.alpha) +
       `<p class="caption">${proportionText(t)}</p>` +
-      histogramChart(t) +
-      `<p class="caption">${uniformityText(t)}</p>` +
+      histogramChart(t, shown) +
+      `<p class="caption">${uniformityText(t, shown)}</p>` +
       `</article>`
     );
   });
@@ -218,8 +249,9 @@ function subTestRow(st) {
   return (
     `<tr class="${flaggedP || flaggedK ? 'flagged' : ''}">` +
     `<th scope="row">${esc(st.test)}${st.label ? ` <span class="label">${esc(st.label)}</span>` : ''}</th>` +
+    `<td class="num${flaggedP ? ' bad' : ''}">${p}</td><td class="num${flaggedK ? ' bad' : ''}">${prop}</td>` +
     st.histogram.map((c) => `<td class="num">${c}</td>`).join('') +
-    `<td class="num${flaggedP ? ' bad' : ''}">${p}</td><td class="num${flaggedK ? ' bad' : ''}">${prop}</td></tr>`
+    `</tr>`
   );
 }
 
@@ -227,7 +259,8 @@ function subTestTable(rows, caption) {
   const head = Array.from({ length: 10 }, (_, i) => `<th scope="col" class="num">C${i + 1}</th>`).join('');
   return (
     `<div class="table-wrap"><table class="subtests"><caption>${esc(caption)}</caption>` +
-    `<thead><tr><th scope="col">Sub-test</th>${head}<th scope="col" class="num">P-value of uniformity</th><th scope="col" class="num">Proportion</th></tr></thead>` +
+    // The verdict columns first: on a phone the ten bins scroll, the verdicts stay in view.
+    `<thead><tr><th scope="col">Sub-test</th><th scope="col" class="num">P-value of uniformity</th><th scope="col" class="num">Proportion</th>${head}</tr></thead>` +
     `<tbody>${rows.map(subTestRow).join('')}</tbody></table></div>`
   );
 }
@@ -250,7 +283,7 @@ export function renderRun(run, options = {}) {
   return (
     renderSummary(run, options) +
     `<${part} class="part">The 15 tests</${part}>` +
-    `<p class="legend">Top of each card: the proportion of sequences that passed each sub-test (a dot each; ✗ outside the band) over NIST's acceptance band (shaded), with the expected proportion ${fixed(1 - run.alpha, 2)} as a line. Below: how the test's P-values spread over ten bins from 0 to 1; the dashed line is what a uniform spread gives. A card with a thick border has flagged sub-tests, listed after the cards.</p>` +
+    `<p class="legend">Top of each card: the proportion of sequences that passed each sub-test (a dot each; ✗ outside the band) over NIST's acceptance band (shaded), with the expected proportion ${fixed(1 - run.alpha, 2)} as a line. Below: how the test's P-values spread over ten bins from 0 to 1 (counts of P-values, scale at the left; for a test of several sub-tests found not uniform, the bins of its least uniform sub-test); the dashed line is what a uniform spread gives. A card with a thick border has flagged sub-tests, listed after the cards.</p>` +
     renderTests(run, `h${level + 2}`) +
     `<${part} class="part">Flagged sub-tests</${part}>${renderFlagged(run)}` +
     `<details class="all-subtests"><summary>All ${run.subTests.length} sub-tests as NIST's table</summary>${subTestTable(run.subTests, 'C1..C10: P-values per tenth of [0, 1]')}</details>`
@@ -260,7 +293,10 @@ export function renderRun(run, options = {}) {
 /** A time step giving at most `most` ticks over `spanMs`. */
 function tickStep(spanMs, most) {
   const h = 3_600_000;
-  for (const step of [h, 2 * h, 3 * h, 6 * h, 12 * h, 24 * h, 2 * 24 * h, 7 * 24 * h, 14 * 24 * h]) if (spanMs / step <= most) return step;
+  const min = 60_000;
+  for (const step of [5 * min, 10 * min, 15 * min, 30 * min, h, 2 * h, 3 * h, 6 * h, 12 * h, 24 * h, 2 * 24 * h, 7 * 24 * h, 14 * 24 * h]) {
+    if (spanMs / step <= most) return step;
+  }
   return 30 * 24 * h;
 }
 
@@ -333,11 +369,22 @@ export function renderTimeline(runs, options) {
       }
     }
   }
-  // One mark per run.
-  for (const r of runs) {
+  // One mark per run, one Tab stop for them all (a roving tabindex, as WAI-ARIA's listbox):
+  // the selected run's mark, else the newest; arrow keys move between marks (app.js).
+  const focusId = runs.some((r) => r.id === selectedId) ? selectedId : runs[runs.length - 1]?.id;
+  // Hit areas at least 6 px wide, but never over a neighbour's half of the gap: a click
+  // selects the run nearest the pointer even when runs are 2 px apart (a phone's day).
+  const half = Math.max(markW, 6) / 2;
+  const xs = runs.map((r) => x(r.time));
+  const hitOf = (i) => {
+    const lo = i > 0 ? Math.max(xs[i] - half, (xs[i - 1] + xs[i]) / 2) : xs[i] - half;
+    const hi = i < xs.length - 1 ? Math.min(xs[i] + half, (xs[i] + xs[i + 1]) / 2) : xs[i] + half;
+    return [lo, Math.max(0, hi - lo)];
+  };
+  for (const [i, r] of runs.entries()) {
     const v = verdictOf(r);
     const mx = (x(r.time) - markW / 2).toFixed(1);
-    const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'} (${fixed(r.nistRate, 4)}), uniformity ${r.uniformity ? 'passed' : 'failed'} (${fixed(r.uniformityRate, 4)})`) + (r.repetition ? '; repetition flagged' : '');
+    const label = `Run ${r.id}, ${utc(r.time)}: ${v.word}` + (r.status === 'error' ? '' : `; NIST ${r.nist ? 'passed' : 'failed'} (${fixed(r.nistRate, 4)}), uniformity ${r.uniformity ? 'passed' : 'failed'} (${fixed(r.uniformityRate, 4)})`) + (r.repetition ? '; repetition flagged' : '') + (r.group > 1 ? `; the worst of ${int(r.group)} runs in this span` : '');
     let marks;
     if (r.status === 'error') {
       marks = `<rect class="crit error" x="${mx}" y="10" width="${markW.toFixed(1)}" height="30"/>`;
@@ -350,8 +397,8 @@ export function renderTimeline(runs, options) {
     }
     const selected = r.id === selectedId;
     out.push(
-      `<a class="mark ${v.cls}${selected ? ' selected' : ''}" href="#run=${r.id}" data-run-id="${r.id}" data-verdict="${v.cls}"${selected ? ' aria-current="true"' : ''} aria-label="${esc(label)}"><title>${esc(label)}</title>` +
-        `<rect class="hit" x="${(x(r.time) - Math.max(markW, 6) / 2).toFixed(1)}" y="4" width="${Math.max(markW, 6).toFixed(1)}" height="40"/>${marks}</a>`,
+      `<a class="mark ${v.cls}${selected ? ' selected' : ''}" href="#run=${r.id}" data-run-id="${r.id}" data-verdict="${v.cls}" tabindex="${r.id === focusId ? 0 : -1}"${selected ? ' aria-current="true"' : ''} aria-label="${esc(label)}"><title>${esc(label)}</title>` +
+        `<rect class="hit" x="${hitOf(i)[0].toFixed(2)}" y="4" width="${hitOf(i)[1].toFixed(2)}" height="40"/>${marks}</a>`,
     );
   }
   const sel = runs.find((r) => r.id === selectedId);
