@@ -3,7 +3,7 @@
 // and frees the slot when a connection goes; a flood past the hard cap is closed
 // unanswered, so a client cannot exhaust the process's descriptors; the quality page's
 // anonymous event streams are capped in total and per client address, and each ends
-// after its lifetime. The KME listener uses the same capConnections (src/listener).
+// after its lifetime. The KME listener counts its SAE connections with the same countConnections (src/listener).
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -150,7 +150,7 @@ describe('entropy listener connection cap', () => {
   });
 });
 
-describe('capConnections on any HTTP server (the mechanism the KME listener calls)', () => {
+describe('capConnections on any HTTP server (built on countConnections, which the KME listener uses too)', () => {
   let server: http.Server;
   let dropped = 0;
 

@@ -67,7 +67,7 @@ export function methodNotAllowed(reply: FastifyReply, method: string, path: stri
  * completes its handshake and its first request gets 503 with Retry-After and
  * `Connection: close`. Past twice the cap plus 64, new TCP connections are dropped before TLS.
  */
-export function capConnections(app: FastifyInstance, cap: number, exempt: (socket: TLSSocket) => boolean): (socket: object, reply: FastifyReply) => EtsiError | undefined {
+export function capSaeConnections(app: FastifyInstance, cap: number, exempt: (socket: TLSSocket) => boolean): (socket: object, reply: FastifyReply) => EtsiError | undefined {
   const isOver = countConnections(app.server, { maxConnections: cap, rejectSlots: cap + 64, exempt: (socket) => exempt(socket as TLSSocket) });
   return (socket, reply) => {
     if (!isOver(socket)) return undefined;

@@ -12,7 +12,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { defaultGroups } from '../pqtls/index.js';
 import { identityFromCertificate, type CertIdentity } from '../pki/identity.js';
 import { badRequest, EtsiError, unauthorized } from './errors.js';
-import { capConnections, etsiClientErrorHandler, etsiBodyLimit, INTERNAL_BODY_LIMIT, methodNotAllowed, RouteTable } from './listener-limits.js';
+import { capSaeConnections, etsiClientErrorHandler, etsiBodyLimit, INTERNAL_BODY_LIMIT, methodNotAllowed, RouteTable } from './listener-limits.js';
 import { parseDecKeysBody, parseDecKeysQuery, parseEncKeysBody, parseEncKeysQuery } from './requests.js';
 import type { IssuedKeys, KmeService } from './service.js';
 
@@ -84,7 +84,7 @@ export function buildKmeServer(opts: KmeServerOptions): FastifyInstance {
     routes.add(route.method, route.url);
     if (route.url.startsWith('/internal/')) route.bodyLimit ??= INTERNAL_BODY_LIMIT;
   });
-  const overCap = capConnections(app, opts.maxConnections ?? 1024, (socket) => {
+  const overCap = capSaeConnections(app, opts.maxConnections ?? 1024, (socket) => {
     const cert = socket.authorized ? socket.getPeerX509Certificate() : undefined;
     return cert !== undefined && identityFromCertificate(cert)?.role === 'kme';
   });
