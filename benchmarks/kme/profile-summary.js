@@ -2,6 +2,7 @@
 // KME throughput question needs (issue 29 item 8): self time by what the code belongs to.
 //   BENCH_SITE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" BENCH_OPS=enc1 node benchmarks/kme/run.js
 //   node benchmarks/kme/profile-summary.js /tmp/prof/*.cpuprofile
+// SKIP_SECONDS=N leaves out the first N seconds of each profile (start-up and warm-up).
 // Native work run from a JS frame (OpenSSL inside a socket write, SQLite inside a statement)
 // counts to that frame's bucket; native work the event loop starts by itself (TLS decryption
 // of an arriving record, libuv) shows as "(program)".
@@ -29,7 +30,11 @@ function summarize(file) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map();
   const dt = profile.timeDeltas;
+  const skipUs = Number(process.env.SKIP_SECONDS ?? 0) * 1e6;
+  let at = 0;
   for (let i = 0; i < profile.samples.length; i++) {
+    at += dt[i] ?? 0;
+    if (at < skipUs) continue;
     const id = profile.samples[i];
     selfUs.set(id, (selfUs.get(id) ?? 0) + (dt[i + 1] ?? 0));
   }
