@@ -25,7 +25,8 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const maxPerRequest = 128;
 // Untimed enc_keys load first (BENCH_WARMUP_SECONDS, default 10), at the sites and at the bare server alike: the sites' code
 // is far larger than the bare server's, and V8 is still compiling it for seconds after
-// start (profiled: a quarter of the sites' CPU samples in its compiler threads 7-11 s in).
+// start (perf, 7–11 s in: a quarter of the sites' samples in threads beside the main one,
+// mostly V8's compiler).
 // Measured side by side: 10 s of warm-up halve site A's CPU per request (1.15–1.34 → 0.50–0.60 ms).
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 10);
 const TARGET_KEYS_PER_S = 2000;
