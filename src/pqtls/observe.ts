@@ -88,3 +88,23 @@ export function checkClientSocket(socket: TLSSocket, server: string | undefined,
   watch.onGroup?.(group);
   return undefined;
 }
+
+// The alerts a server sends when it shares none of the groups offered: a client that
+// requires post-quantum offers only hybrid groups, so against a classical-only server its
+// handshake ends in one of these, before any socket reaches checkClientSocket. OpenSSL 3.0
+// names the first ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE, 3.5 ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE.
+const NO_SHARED_GROUP_ALERT = /^ERR_SSL_.*_ALERT_(HANDSHAKE_FAILURE|INSUFFICIENT_SECURITY)$/;
+
+/**
+ * Logs and counts a client handshake that a server refused because it offers no hybrid
+ * group, where post-quantum is required: the same refusal as checkClientSocket's, seen
+ * from the failed handshake. Other failures are the caller's to report.
+ */
+export function reportClientHandshakeFailure(err: Error & { code?: string }, server: string | undefined, watch: ClientWatch): void {
+  if (!watch.requireHybrid || err.code === undefined || !NO_SHARED_GROUP_ALERT.test(err.code)) return;
+  refusals.inc({ face: watch.face });
+  watch.log.warn(
+    { face: watch.face, server, code: err.code, ...watch.who },
+    'tls: handshake refused: the server shares no post-quantum hybrid group with us (requirePostQuantum)',
+  );
+}

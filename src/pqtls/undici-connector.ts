@@ -5,7 +5,7 @@ import type { TLSSocket } from 'node:tls';
 
 import { buildConnector } from 'undici';
 
-import { checkClientSocket, type ClientWatch } from './observe.js';
+import { checkClientSocket, reportClientHandshakeFailure, type ClientWatch } from './observe.js';
 
 /**
  * An undici `connect` function: undici's own connector with `tlsOptions`, plus the count,
@@ -16,6 +16,7 @@ export function watchedConnector(tlsOptions: buildConnector.BuildOptions, watch:
   return (options, callback) => {
     connect(options, (err, socket) => {
       if (err || !socket) {
+        if (err) reportClientHandshakeFailure(err, options.hostname, watch);
         callback(err ?? new Error('connect failed'), null);
         return;
       }
