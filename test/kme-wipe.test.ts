@@ -99,7 +99,7 @@ describe('per-request secrets are zeroed once used', () => {
       const seed = randomBytes(32);
       const keyId = randomUUID();
       const wire = { key_ID: keyId, size: 256, seed: seed.toString('base64'), origin: 'A', peer: 'B', created: Date.now(), suite: 'test-suite', epoch: 7, master_SAE_ID: 'a1', slave_SAE_IDs: [] };
-      expect(await service.deliver({ role: 'kme', id: 'A' }, { keys: [wire] })).toEqual({ stored: 1 });
+      expect(await service.deliver({ role: 'kme', id: 'A' }, { keys: [wire] })).toMatchObject({ stored: 1, refused: [] });
       expect(link.handed).toHaveLength(1);
       expect(link.handed[0]).toEqual(ZERO);
       // The key stored is the one K(e) gave.
