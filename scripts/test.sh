@@ -35,15 +35,17 @@ cross_runtime() { QENTROPY_OTHER_NODE=$(bash scripts/node-line.sh "$other_line")
 phase "typecheck" npx tsc -p tsconfig.json --noEmit
 phase "C++ unit tests" bash scripts/test-native.sh "$report" native-tests
 phase "Node $other_line for the cross-runtime KME test" cross_runtime
-phase "TypeScript suite (vitest) on Node $(node --version)" vitest_json "node$node_major"
+# test/package.test.ts checks the packed tarball and the prebuilds: packaging, so test:all.
+phase "TypeScript suite (vitest) on Node $(node --version)" vitest_json "node$node_major" --exclude test/package.test.ts
 
 # ---- npm run test:all (CI) -----------------------------------------------------------
 if ((all)); then
   phase "C++ unit tests under ASan/UBSan" bash scripts/test-native.sh "$report" sanitize
   phase "prebuilds (linux-x64, linux-arm64)" npm run prebuild
+  phase "package contents and prebuilds (test/package.test.ts)" vitest_json package test/package.test.ts
   for line in 22 24 26; do
     ((line == node_major)) && continue
-    phase "TypeScript suite (vitest) on Node $line" bash scripts/test-node-line.sh "$line" \
+    phase "TypeScript suite (vitest) on Node $line" bash scripts/test-node-line.sh "$line" --exclude test/package.test.ts \
       --reporter=default --reporter=json --outputFile.json="$report/vitest-node$line.json"
     expect_results "vitest-node$line.json"
   done
