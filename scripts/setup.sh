@@ -41,8 +41,9 @@ fi
 source scripts/lib/supported-node.sh
 
 # Nothing is downloaded but npm packages: better-sqlite3 13 carries its Node-API binaries
-# in its npm package, and our addon compiles here. `npm ci` installs exactly what package-lock.json lists (and fails if the
-# lock file does not match package.json, so the tree stays clean), runs our install script
+# in its npm package, and our addon compiles here. `npm ci` installs exactly what
+# package-lock.json lists (and fails if the lock file does not match package.json, so the
+# tree stays clean), runs our install script
 # (the addon, from source in a checkout) and prepare (TypeScript). How to regenerate the
 # lock file after changing dependencies: docs/install.md, "The lock file".
 npm ci --no-audit --no-fund
