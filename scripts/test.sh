@@ -28,7 +28,8 @@ echo "== Node $(node --version) ($(command -v node)), $(nproc) cores, $(uptime |
 
 # test/kme-node-lines.test.ts runs its second KME site on a line whose ML-KEM differs from
 # this one's: node:crypto has it from Node 24, Node 22 has only @noble/post-quantum.
-other_line=$( ((node_major == 22)) && echo 26 || echo 22)
+other_line_of() { (($1 == 22)) && echo 26 || echo 22; }
+other_line=$(other_line_of "$node_major")
 cross_runtime() { QENTROPY_OTHER_NODE=$(bash scripts/node-line.sh "$other_line") && export QENTROPY_OTHER_NODE; }
 
 # ---- npm test ------------------------------------------------------------------------
@@ -45,7 +46,8 @@ if ((all)); then
   phase "package contents and prebuilds (test/package.test.ts)" vitest_json package test/package.test.ts
   for line in 22 24 26; do
     ((line == node_major)) && continue
-    phase "TypeScript suite (vitest) on Node $line" bash scripts/test-node-line.sh "$line" --exclude test/package.test.ts \
+    QENTROPY_OTHER_NODE=$(bash scripts/node-line.sh "$(other_line_of "$line")") \
+      phase "TypeScript suite (vitest) on Node $line" bash scripts/test-node-line.sh "$line" --exclude test/package.test.ts \
       --reporter=default --reporter=json --outputFile.json="$report/vitest-node$line.json"
     expect_results "vitest-node$line.json"
   done
