@@ -7,8 +7,11 @@
 //   node scripts/prebuild.cjs            linux-x64 and linux-arm64
 //   node scripts/prebuild.cjs arm64      only the listed architectures
 //
-// linux-x64 is built by the host's g++ (x64 keeps its run-time AVX2/AVX-512 dispatch);
-// linux-arm64 is cross-compiled by Debian's g++-aarch64-linux-gnu. Node-API is ABI-stable,
+// The host's architecture (linux-x64 on our machines; x64 keeps its run-time AVX2/AVX-512
+// dispatch) reuses the release build `npm install` made in build/ (cmake-js's default
+// tree): cmake-js compile there recompiles only what changed, so nothing is compiled twice.
+// linux-arm64 is cross-compiled by Debian's g++-aarch64-linux-gnu in its own tree, through
+// ccache when it is installed (a fresh clone's build is then mostly cache hits). Node-API is ABI-stable,
 // so one binary per architecture serves every Node line. The version stamp comes from
 // package.json (CMakeLists.txt); test/package.test.ts fails on a stale prebuild.
 'use strict';
@@ -44,12 +47,13 @@ function build(arch) {
   const target = TARGETS[arch];
   if (!target) fail(`unknown architecture ${arch} (known: ${Object.keys(TARGETS).join(', ')})`);
   const cross = arch !== os.arch();
-  const out = path.join('build', 'prebuild', `linux-${arch}`);
-  const args = ['compile', '--out', out, '--arch', arch];
+  const out = cross ? path.join('build', 'prebuild', `linux-${arch}`) : 'build';
+  const args = ['compile', '--out', out];
   let strip = 'strip';
   if (cross) {
     if (!has(`${target.gnu}-g++`)) fail(`no ${target.gnu}-g++: install the Debian package ${target.debian}`);
-    args.push(`--CDCMAKE_TOOLCHAIN_FILE=${path.join(root, 'scripts', 'toolchains', `linux-${arch}.cmake`)}`);
+    args.push('--arch', arch, `--CDCMAKE_TOOLCHAIN_FILE=${path.join(root, 'scripts', 'toolchains', `linux-${arch}.cmake`)}`);
+    if (has('ccache')) args.push('--CDCMAKE_CXX_COMPILER_LAUNCHER=ccache', '--CDCMAKE_C_COMPILER_LAUNCHER=ccache');
     strip = `${target.gnu}-strip`;
   }
   console.log(`prebuild: linux-${arch}${cross ? ` (cross, ${target.gnu})` : ''}`);

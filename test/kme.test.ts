@@ -22,6 +22,7 @@ import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } 
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { describeEachEngine } from './helpers/databases.js';
 import { KmeTestPki } from './helpers/kme-pki.js';
+import { scaled } from './helpers/time.js';
 
 const run = promisify(execFile);
 
@@ -746,7 +747,7 @@ describeEachEngine('kme cluster of three sites', (engine) => {
 });
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
+  const until = Date.now() + scaled(timeoutMs);
   while (!(await check())) {
     if (Date.now() > until) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 50));

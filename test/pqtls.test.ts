@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { EntropyClient } from '../src/client/index.js';
 import { ConfigError, resolveConfig } from '../src/config/index.js';
-import { CLASSICAL_DEFAULT_GROUPS, defaultGroups, groupSupported, HYBRID_DEFAULT_GROUPS, hybridAvailable, kexGroupOfSession } from '../src/pqtls/index.js';
+import { defaultGroups, groupSupported, HYBRID_DEFAULT_GROUPS, hybridAvailable, kexGroupOfSession } from '../src/pqtls/index.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { makeToken, startTestServer, type TestServer } from './entropy-harness.js';
 
@@ -39,7 +39,7 @@ describe('the runtime and its default', () => {
   it(`OpenSSL ${process.versions.openssl}: hybrid groups ${HYBRID ? 'available' : 'not available'}, and the default list follows`, () => {
     const [major, minor] = process.versions.openssl!.split('.').map(Number) as [number, number];
     expect(HYBRID).toBe(major > 3 || (major === 3 && minor >= 5));
-    expect(defaultGroups()).toBe(HYBRID ? HYBRID_DEFAULT_GROUPS : CLASSICAL_DEFAULT_GROUPS);
+    expect(defaultGroups()).toBe(HYBRID_DEFAULT_GROUPS);
     expect(HYBRID_DEFAULT_GROUPS).toBe('X25519MLKEM768:X25519:P-256');
   });
 

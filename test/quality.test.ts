@@ -20,6 +20,7 @@ import { runBattery } from '../src/sts/battery.js';
 import { biasedBytes, prfBytes } from './helpers/bit-patterns.js';
 import { describeEachEngine } from './helpers/databases.js';
 import { DownSource } from './helpers/quality-seed.js';
+import { waitFor } from './helpers/time.js';
 
 const M = 60;
 const N = 100_000;
@@ -285,12 +286,13 @@ describe('scheduler', () => {
       { intervalMs: 50, firstDelayMs: 0 },
     );
     scheduler.start();
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => active === 1, 30_000, 'the first run');
     // On demand while a run is going: the same run, not a second one.
     const a = scheduler.runNow();
     const b = scheduler.runNow();
     expect(a).toBe(b);
-    await new Promise((r) => setTimeout(r, 500));
+    // Runs outlast the interval, so ticks fall due during them and are skipped.
+    await waitFor(() => runs >= 2 && scheduler.skippedTicks >= 2, 30_000, 'a second run and two skipped ticks');
     await scheduler.stop();
     expect(maxActive).toBe(1);
     expect(runs).toBeGreaterThanOrEqual(2);
@@ -310,11 +312,12 @@ describe('scheduler', () => {
         }),
       { intervalMs: 10_000, firstDelayMs: 100 },
     );
+    const started = performance.now();
     scheduler.start();
-    await new Promise((r) => setTimeout(r, 50));
     expect(seen).toHaveLength(0);
-    await new Promise((r) => setTimeout(r, 120));
-    expect(seen).toHaveLength(1);
+    await waitFor(() => seen.length === 1, 30_000, 'the first run');
+    // Timers never fire early, so this holds however loaded the machine is.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(99);
     await scheduler.stop();
     expect(seen[0]!.aborted).toBe(true);
     expect(scheduler.running).toBe(false);

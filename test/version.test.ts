@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { versionInfo, versionLines } from '../src/version.js';
+import { nodeSupported, SUPPORTED_NODE, SUPPORTED_NODE_ENGINES, versionInfo, versionLines } from '../src/version.js';
 import { repoRoot } from './helpers/package.js';
 
 describe('qentropy version', () => {
@@ -21,6 +21,16 @@ describe('qentropy version', () => {
     const lines = Object.fromEntries(versionLines(info));
     expect(lines.addon).toBe(`${pkg.version}, ${expected === 'env' ? 'from QENTROPY_ADDON_PATH' : 'built from source'}: ${info.addon.file}`);
     expect(lines.node).toBe(`${process.versions.node} (Node-API ${process.versions.napi}, ${process.platform}-${process.arch})`);
+  });
+
+  it('names the supported Node lines, the same as package.json engines, and flags any other', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { engines: { node: string } };
+    expect(pkg.engines.node).toBe(SUPPORTED_NODE_ENGINES);
+    expect(Object.fromEntries(versionLines(versionInfo())).supports).toBe(SUPPORTED_NODE);
+    expect(['22.20.0', '22.23.3', '24.0.0', '24.21.0', '26.12.1'].every(nodeSupported)).toBe(true);
+    expect(['20.20.2', '22.19.0', '23.11.0', '25.2.1', '27.0.0'].some(nodeSupported)).toBe(false);
+    const old = { ...versionInfo(), node: '20.20.2' };
+    expect(Object.fromEntries(versionLines(old)).supports).toBe(`${SUPPORTED_NODE} — this Node 20.20.2 is not one of them`);
   });
 
   it('flags a binary whose stamp differs from the package version', () => {

@@ -1,9 +1,9 @@
 // The `tls.groups` setting of a face: a colon-separated list of key-exchange groups in
 // order of preference (OpenSSL's syntax, e.g. "X25519MLKEM768:X25519:P-256"). Checked
-// group by group against this runtime, so a typo or a hybrid group on Node 20 is named
-// in the error instead of failing at the first handshake.
-import type { ConfigNode } from '../config/node.js';
-import { defaultGroups, groupSupported, HYBRID_GROUPS, isHybridGroup, NODE_VERSIONS_WITH_MLKEM } from './runtime.js';
+// group by group against this runtime, so a typo (or a hybrid group on a Node linked
+// against an older system OpenSSL) is named in the error instead of failing at the first
+// handshake. Config sections read the setting through config/sections/tls-groups.ts.
+import { groupSupported, HYBRID_GROUPS, isHybridGroup, NODE_VERSIONS_WITH_MLKEM } from './runtime.js';
 
 /** Why `groups` cannot be used here, or undefined when every group is known to OpenSSL. */
 export function groupsProblem(groups: string): string | undefined {
@@ -16,16 +16,6 @@ export function groupsProblem(groups: string): string | undefined {
     return `${hybrid.join(', ')} needs ML-KEM, which this runtime's OpenSSL ${process.versions.openssl} lacks (${NODE_VERSIONS_WITH_MLKEM} has it)`;
   }
   return `unknown group${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`;
-}
-
-/** Validates an optional `groups` key; the runtime's default when absent. */
-export function validateGroups(node: ConfigNode): string {
-  if (!node.present) return defaultGroups();
-  const value = node.requiredString();
-  if (!value) return defaultGroups();
-  const problem = groupsProblem(value);
-  if (problem) node.fail(problem);
-  return value;
 }
 
 /** The hybrid groups of a list, in its order (the only ones a requirePostQuantum face offers). */

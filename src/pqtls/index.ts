@@ -2,7 +2,6 @@
 // runtime-dependent default, the negotiated group per connection (log, metric, link
 // status) and the requirePostQuantum refusal.
 export {
-  CLASSICAL_DEFAULT_GROUPS,
   HYBRID_DEFAULT_GROUPS,
   HYBRID_GROUPS,
   NODE_VERSIONS_WITH_MLKEM,
@@ -14,7 +13,7 @@ export {
   requireHybridRuntime,
   type PqRuntime,
 } from './runtime.js';
-export { groupsProblem, hybridOnly, validateGroups } from './groups.js';
+export { groupsProblem, hybridOnly } from './groups.js';
 export { groupName, kexGroupOfSession, negotiatedGroup } from './negotiated.js';
 export { handshakes, refusals, tlsRegistry, withTlsMetrics } from './metrics.js';
 export { LinkGroups, type LinkGroupSeen, type LinkGroupStatus } from './link-groups.js';

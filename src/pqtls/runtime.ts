@@ -1,15 +1,15 @@
-// What the running Node's OpenSSL can do for post-quantum TLS. Node 20 ships OpenSSL 3.0
-// (classical groups only); Node 22.20+, 24 and 26 ship OpenSSL 3.5, which knows the hybrid
-// group X25519MLKEM768 (X25519 and ML-KEM-768 together: a session stays secret while
-// either holds). Detected by asking OpenSSL to accept the group, not from version numbers,
-// so a Node built against a system OpenSSL is judged by what it really has.
+// What the running Node's OpenSSL can do for post-quantum TLS. Every supported line
+// (Node 22.20+, 24, 26) bundles OpenSSL 3.5, which knows the hybrid group X25519MLKEM768
+// (X25519 and ML-KEM-768 together: a session stays secret while either holds), so the
+// default offers it first everywhere. Whether it is really there is asked of OpenSSL, not
+// read from version numbers: a Node linked against an older system OpenSSL gets a clear
+// error naming the group (groupsProblem, requirePostQuantum) instead of a failed handshake.
 import { createSecureContext } from 'node:tls';
 
 /** The hybrid groups OpenSSL 3.5 names (ECDHE and ML-KEM in one key share). */
 export const HYBRID_GROUPS = ['X25519MLKEM768', 'SecP256r1MLKEM768', 'SecP384r1MLKEM1024'] as const;
 
 export const HYBRID_DEFAULT_GROUPS = 'X25519MLKEM768:X25519:P-256';
-export const CLASSICAL_DEFAULT_GROUPS = 'X25519:P-256';
 
 /** Shown when a setting needs ML-KEM and this runtime has none. */
 export const NODE_VERSIONS_WITH_MLKEM = 'Node.js 22.20 or later, 24 or 26 (OpenSSL 3.5)';
@@ -25,7 +25,7 @@ export function groupSupported(group: string): boolean {
       ok = true;
     } catch {
       ok = false;
-      // The refused group leaves its error on OpenSSL's error queue (Node 20), where the next
+      // A refused group leaves its error on OpenSSL's error queue, where the next
       // unrelated OpenSSL call picks it up: WebCrypto's importKey then failed with "Invalid
       // keyData" (`qentropy pki issue`). A context that succeeds clears the queue.
       createSecureContext();
@@ -43,9 +43,9 @@ export function isHybridGroup(group: string | undefined): boolean {
   return group !== undefined && (HYBRID_GROUPS as readonly string[]).includes(group);
 }
 
-/** The default `tls.groups` of every face: hybrid first where the runtime has it. */
+/** The default `tls.groups` of every face: hybrid first, classical for peers without ML-KEM. */
 export function defaultGroups(): string {
-  return hybridAvailable() ? HYBRID_DEFAULT_GROUPS : CLASSICAL_DEFAULT_GROUPS;
+  return HYBRID_DEFAULT_GROUPS;
 }
 
 export interface PqRuntime {

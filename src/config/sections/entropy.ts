@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
-import { validateGroups } from '../../pqtls/groups.js';
+import { validateGroups } from './tls-groups.js';
 import { validateServerTls, type ServerTlsConfig } from './server-tls.js';
 import { DEFAULT_MAX_CONNECTIONS } from '../../listener/index.js';
 import { insecureHttpProblem } from '../insecure-http.js';

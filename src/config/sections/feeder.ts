@@ -2,7 +2,7 @@
 // Validated in full at start (and on every SIGHUP reload), naming the key of each problem.
 import path from 'node:path';
 
-import { validateGroups } from '../../pqtls/groups.js';
+import { validateGroups } from './tls-groups.js';
 import type { ConfigNode } from '../node.js';
 import type { ConfigSection } from '../section.js';
 import { insecureHttpProblem } from '../insecure-http.js';

@@ -1,6 +1,6 @@
 // The `tls` block of a role that serves HTTPS (entropy, quality): certificate and key
 // files and the minimum protocol version, required unless the role serves plain HTTP.
-import { validateGroups } from '../../pqtls/groups.js';
+import { validateGroups } from './tls-groups.js';
 import type { ConfigNode } from '../node.js';
 
 export interface ServerTlsConfig {
