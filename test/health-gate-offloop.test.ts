@@ -13,6 +13,7 @@ import { createNativeTester } from '../src/sources/native-tester.js';
 import type { Db } from '../src/storage/db.js';
 import { call, FakeClock, makeToken, startTestServer, type TestServer } from './entropy-harness.js';
 import { SqliteTestEngine } from './helpers/databases.js';
+import { scaled } from './helpers/time.js';
 
 function fill(buf: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => randomFill(buf, (err, filled) => (err ? reject(err) : resolve(filled))));
@@ -90,8 +91,10 @@ describe('health gate off the event loop', () => {
     if (process.env.GATE_LATENCY_LOG) console.log({ idle, busy, testedDuring });
     expect(testedDuring).toBeGreaterThanOrEqual(4 * MIB);
     expect(gate.health().state).toBe('ok');
-    // Generous: a busy second core and a loaded machine may cost something, but not the
-    // tens of milliseconds per MiB the gate used to hold the event loop for.
-    expect(busy).toBeLessThanOrEqual(4 * idle + 25);
+    // Generous: a busy second core and a loaded machine may cost something (the allowance
+    // scales with QENTROPY_TEST_TIME_SCALE: CI beside other jobs measured 42 ms against an
+    // idle 3 ms), but not the hundreds of milliseconds the gate on the event loop cost
+    // (322 ms against 18 ms before issue 30).
+    expect(busy).toBeLessThanOrEqual(4 * idle + scaled(40));
   }, 120_000);
 });
