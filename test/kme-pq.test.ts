@@ -20,7 +20,7 @@ import { systemSeedSource } from '../src/kme/seed-source.js';
 import { SiteKey } from '../src/kme/site-key.js';
 import { KmeSite } from '../src/kme/site.js';
 import { keySecret, linkLabel, nextChainSecret, type RatchetState } from '../src/pqlink/index.js';
-import { hybridAvailable } from '../src/pqtls/index.js';
+import { defaultGroups, hybridAvailable, negotiatedGroup } from '../src/pqtls/index.js';
 import { openDatabase } from '../src/storage/db.js';
 import { createTestPackage, runNode, type TestPackage } from './helpers/package.js';
 import { KmeTestPki } from './helpers/kme-pki.js';
@@ -124,9 +124,10 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 function clientGroup(sites: Sites, site: string, sae: string, ecdhCurve?: string): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const s = tlsConnect({ host: '127.0.0.1', port: sites.ports[site]!, cert: sites.saeCerts[sae]!.certPem, key: sites.saeCerts[sae]!.keyPem, ca: sites.ca.certPem, ...(ecdhCurve ? { ecdhCurve } : {}) }, () => {
-      const info = s.getEphemeralKeyInfo() as { name?: string } | null;
+      // negotiatedGroup: Node 22 names no hybrid group itself (src/pqtls/negotiated.ts).
+      const group = negotiatedGroup(s, ecdhCurve ?? defaultGroups());
       s.end();
-      resolve(info?.name);
+      resolve(group);
     });
     s.on('error', reject);
   });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { EntropyClient } from '../src/client/index.js';
 import { ConfigError, resolveConfig } from '../src/config/index.js';
-import { defaultGroups, groupSupported, HYBRID_DEFAULT_GROUPS, hybridAvailable, kexGroupOfSession } from '../src/pqtls/index.js';
+import { defaultGroups, groupSupported, HYBRID_DEFAULT_GROUPS, hybridAvailable, kexGroupOfSession, negotiatedGroup } from '../src/pqtls/index.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { makeToken, startTestServer, type TestServer } from './entropy-harness.js';
 
@@ -27,9 +27,10 @@ function groupSeenByClient(url: string, ca: string, ecdhCurve?: string): Promise
   const { port } = new URL(url);
   return new Promise((resolve, reject) => {
     const s = tlsConnect({ host: '127.0.0.1', port: Number(port), ca, servername: 'localhost', ...(ecdhCurve ? { ecdhCurve } : {}) }, () => {
-      const info = s.getEphemeralKeyInfo() as { name?: string } | null;
+      // negotiatedGroup: Node 22 names no hybrid group itself (src/pqtls/negotiated.ts).
+      const group = negotiatedGroup(s, ecdhCurve ?? defaultGroups());
       s.end();
-      resolve(info?.name === 'prime256v1' ? 'P-256' : info?.name);
+      resolve(group);
     });
     s.on('error', reject);
   });

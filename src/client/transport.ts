@@ -117,7 +117,8 @@ function watchAgent(agent: https.Agent, watch: ClientWatch): void {
   agent.createConnection = ((options: https.RequestOptions, callback?: unknown) => {
     const socket = create(options, callback);
     socket.once('secureConnect', () => {
-      const refused = checkClientSocket(socket, options.host ?? options.hostname ?? undefined, watch);
+      const offeredGroups = watch.offeredGroups ?? (options as { ecdhCurve?: string }).ecdhCurve;
+      const refused = checkClientSocket(socket, options.host ?? options.hostname ?? undefined, { ...watch, offeredGroups });
       if (refused) socket.destroy(refused);
     });
     return socket;

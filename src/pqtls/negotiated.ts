@@ -3,7 +3,9 @@
 // reports nothing there, and Node 22 reports {} for hybrid groups. The serialized session
 // (RFC-less but stable OpenSSL ASN.1, SSL_SESSION_ASN1) carries the group's IANA code
 // point as field [19] kex_group on every OpenSSL 3 runtime, so that is read when
-// getEphemeralKeyInfo is silent.
+// getEphemeralKeyInfo is silent. A TLS 1.3 client has no session yet when its handshake
+// completes (the tickets come after), so on Node 22 a client names its hybrid group from
+// what it offered: the classical groups Node would have named itself.
 import type { TLSSocket } from 'node:tls';
 
 /** IANA TLS Supported Groups code points → OpenSSL names. */
@@ -67,11 +69,22 @@ export function kexGroupOfSession(session: Buffer): number | undefined {
   return undefined;
 }
 
-/** The negotiated group's name ("X25519MLKEM768", "X25519", "P-256", ...), or undefined. */
-export function negotiatedGroup(socket: TLSSocket): string | undefined {
+/** Groups getEphemeralKeyInfo names on every supported Node line (the classical curves). */
+const NAMED_BY_NODE = /^(P-(256|384|521)|X25519|X448|prime256v1|secp(256k1|384r1|521r1))$/i;
+
+/**
+ * The negotiated group's name ("X25519MLKEM768", "X25519", "P-256", ...), or undefined.
+ * `offered` (a client's colon-separated groups) decides where nothing else does: the group
+ * is one the client offered, and a classical one would have been named, so an offer with
+ * exactly one group that Node cannot name is that group.
+ */
+export function negotiatedGroup(socket: TLSSocket, offered?: string): string | undefined {
   const info = socket.getEphemeralKeyInfo() as { name?: string } | null;
   if (info?.name) return CURVE_ALIASES[info.name] ?? info.name;
   const session = socket.getSession();
   const code = session ? kexGroupOfSession(session) : undefined;
-  return code === undefined ? undefined : groupName(code);
+  if (code !== undefined) return groupName(code);
+  if (!info || offered === undefined) return undefined;
+  const unnamed = offered.split(':').filter((group) => group !== '' && !NAMED_BY_NODE.test(group));
+  return unnamed.length === 1 ? unnamed[0] : undefined;
 }

@@ -55,6 +55,8 @@ export function watchServer(server: unknown, watch: ServerWatch): void {
 
 export interface ClientWatch {
   face: string;
+  /** The groups the client offers (its ecdhCurve), to name a group the runtime cannot (negotiated.ts). */
+  offeredGroups?: string;
   log: TlsLog;
   requireHybrid?: boolean;
   /** Extra fields for the log line (e.g. the peer's ID). */
@@ -76,7 +78,7 @@ export class NotPostQuantumError extends Error {
  * refusal and returns the error to fail the connection with (the caller destroys it).
  */
 export function checkClientSocket(socket: TLSSocket, server: string | undefined, watch: ClientWatch): NotPostQuantumError | undefined {
-  const group = negotiatedGroup(socket) ?? 'unknown';
+  const group = negotiatedGroup(socket, watch.offeredGroups) ?? 'unknown';
   handshakes.inc({ face: watch.face, group });
   const fields = { face: watch.face, group, server, ...watch.who };
   if (watch.requireHybrid && !isHybridGroup(group)) {

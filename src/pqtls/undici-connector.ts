@@ -13,6 +13,7 @@ import { checkClientSocket, reportClientHandshakeFailure, type ClientWatch } fro
  */
 export function watchedConnector(tlsOptions: buildConnector.BuildOptions, watch: ClientWatch): buildConnector.connector {
   const connect = buildConnector(tlsOptions);
+  const offered = { ...watch, offeredGroups: watch.offeredGroups ?? (tlsOptions as { ecdhCurve?: string }).ecdhCurve };
   return (options, callback) => {
     connect(options, (err, socket) => {
       if (err || !socket) {
@@ -25,7 +26,7 @@ export function watchedConnector(tlsOptions: buildConnector.BuildOptions, watch:
         callback(null, socket);
         return;
       }
-      const refused = checkClientSocket(tlsSocket, options.hostname, watch);
+      const refused = checkClientSocket(tlsSocket, options.hostname, offered);
       if (refused) {
         socket.destroy();
         callback(refused, null);
