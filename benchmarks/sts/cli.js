@@ -67,12 +67,18 @@ if (nistDir) {
   contenders.push({ label: 'NIST sts-2.1.2 assess (1T)', cmd: [path.join(nistDir, 'assess'), String(bits)], cwd: nistDir, input: answers });
 }
 
+// Wall seconds, and CPU seconds (user + system of the process and its threads, from
+// bash's `time`): on a loaded machine the CPU time of a one-thread run is the steadier
+// measure of the work, the wall time what a user waits.
 function runOnce(c) {
+  // The command's own stderr goes to a file; the shell's (`time`'s line) comes back here.
+  const script = 'err=$1; shift; TIMEFORMAT="cpu %U %S"; time "$@" >/dev/null 2>"$err"';
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(c.cmd[0], c.cmd.slice(1), { cwd: c.cwd, input: c.input ?? '', stdio: ['pipe', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (r.status !== 0) throw new Error(`${c.label} failed (${r.status}): ${String(r.stderr).slice(0, 300)}`);
-  return seconds;
+  const r = spawnSync('bash', ['-c', script, 'bash', path.join(dir, 'stderr'), ...c.cmd], { cwd: c.cwd, input: c.input ?? '', encoding: 'utf8' });
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  const m = /cpu ([0-9.]+) ([0-9.]+)/.exec(r.stderr);
+  if (r.status !== 0 || !m) throw new Error(`${c.label} failed (${r.status}): ${fs.readFileSync(path.join(dir, 'stderr'), 'utf8').slice(0, 300)}`);
+  return { wall, cpu: Number(m[1]) + Number(m[2]) };
 }
 
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -89,9 +95,12 @@ const median = (xs) => {
 console.log(`qentropy sts through the CLI: ${streams} x ${bits} bits (binary file), ${os.cpus()[0]?.model ?? 'cpu'}, ${os.availableParallelism()} cores, ${nodeLabel(process.execPath)}`);
 console.log(`${runs} alternated runs each; load average (1/5/15 min) ${loadBefore} before, ${loadAfter} after`);
 console.log('');
-console.log(`| ${'contender'.padEnd(56)} | min (s) | median (s) |`);
-console.log(`|${'-'.repeat(58)}|---------|------------|`);
+console.log(`| ${'contender'.padEnd(56)} | wall min (s) | wall median (s) | cpu min (s) | cpu median (s) |`);
+console.log(`|${'-'.repeat(58)}|-------------:|----------------:|------------:|---------------:|`);
+const cell = (x, w) => x.toFixed(3).padStart(w);
 contenders.forEach((c, j) => {
-  console.log(`| ${c.label.padEnd(56)} | ${Math.min(...times[j]).toFixed(3).padStart(7)} | ${median(times[j]).toFixed(3).padStart(10)} |`);
+  const wall = times[j].map((t) => t.wall);
+  const cpu = times[j].map((t) => t.cpu);
+  console.log(`| ${c.label.padEnd(56)} | ${cell(Math.min(...wall), 12)} | ${cell(median(wall), 15)} | ${cell(Math.min(...cpu), 11)} | ${cell(median(cpu), 14)} |`);
 });
 fs.rmSync(dir, { recursive: true, force: true });
