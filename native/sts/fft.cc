@@ -17,10 +17,10 @@
 // computed value; plan and buffers are kept per thread for the last n seen.
 //
 // The transform itself is in fft_engine.h, compiled here for any x86-64 and in fft_fma.cc
-// with AVX2 + FMA: fused multiply-adds make it about a fifth faster. They round
-// differently in the last bit, which moves no count: a modulus decides the count only by
-// lying on the same side of sqrt(2.995732274 n) as NIST's FFTPACK puts it, and both are
-// ~1e-10 relative from the exact value (the shared NIST vectors check it on both paths).
+// with AVX2 + FMA (GCC on x86-64): fused multiply-adds make it about a fifth faster. They
+// round differently in the last bits, so a count could differ only for a modulus within
+// ~1e-12 relative of sqrt(2.995732274 n): the same exposure as ours against NIST's FFTPACK
+// (docs/sts.md), checked for both copies on the five shared NIST vectors.
 #include <cmath>
 #include <cstdint>
 #include <vector>
