@@ -4,6 +4,7 @@ namespace qe::cpu {
 
 #if defined(__x86_64__) || defined(__i386__)
 bool has_avx2() { return __builtin_cpu_supports("avx2"); }
+bool has_fma() { return __builtin_cpu_supports("fma"); }
 bool has_avx512bw() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
 bool has_avx512vbmi2() {
   return has_avx512bw() && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
@@ -23,6 +24,7 @@ bool has_rdrand() {
 }
 #else
 bool has_avx2() { return false; }
+bool has_fma() { return false; }
 bool has_avx512bw() { return false; }
 bool has_avx512vbmi2() { return false; }
 bool has_popcnt() { return false; }

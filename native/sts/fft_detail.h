@@ -11,4 +11,11 @@ namespace qe::sts::detail {
 // |F_k| for k = 0 .. floor(n/2) - 1, where F = DFT of x_j = 2 bit_j - 1 (length n, any n).
 std::vector<double> dft_half_moduli(const Bits& bits);
 
+// |F_k|^2 for k < floor(n/2) into out[], by one build of the transform: any x86-64, or
+// AVX2 + FMA (callable only when fma_fft_available() and the CPU has both). The test
+// picks the faster; the unit tests check each.
+void half_squared_moduli_portable(const Bits& bits, double* out);
+void half_squared_moduli_fma(const Bits& bits, double* out);
+bool fma_fft_available();  // false where the compiler could not build the FMA copy
+
 }  // namespace qe::sts::detail

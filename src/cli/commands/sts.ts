@@ -14,7 +14,6 @@ import { StsAbortError, StsInputError } from '../../sts/battery.js';
 import { runBatteryOnFile, type SequenceFileLayout } from '../../sts/file.js';
 import { formatReport, toJson } from '../../sts/report.js';
 import { PARAM_NAMES, TEST_NAMES, type BatteryResult, type StsParams, type TestName } from '../../sts/types.js';
-import { buildRunView, writeHtmlReport } from '../../quality-page/index.js';
 import { CliError } from '../errors.js';
 import { progressBar } from '../progress.js';
 
@@ -125,6 +124,9 @@ async function runStsCommand(file: string, opts: StsCliOptions): Promise<void> {
 
 /** The battery result as the quality page's run view, written whole to `file`. */
 async function writeHtml(file: string, result: BatteryResult, source: string): Promise<void> {
+  // Loaded here, not at the top: the page's modules (routes, event stream, assets) are
+  // start-up cost that a plain `qentropy sts` run should not pay.
+  const { buildRunView, writeHtmlReport } = await import('../../quality-page/index.js');
   const s = result.summary;
   const view = buildRunView({
     source,
