@@ -2,7 +2,8 @@
 // real SQLite files and real inter-KME calls. What is asserted depends on the runtime, and
 // nothing is skipped on either: where OpenSSL has ML-KEM (Node 22.20+, 24, 26) the link and
 // the SAE face negotiate X25519MLKEM768 and requirePostQuantum refuses classical clients;
-// on Node 20 the same tests assert the classical fallback and the refusal to start.
+// on a runtime without it (an unsupported Node, e.g. 20) the same tests assert the
+// classical fallback and the refusal to start.
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,5 +1,5 @@
 // tls.groups on the entropy service and its clients, with real TLS: the default follows the
-// runtime (hybrid X25519MLKEM768 first where OpenSSL has ML-KEM, classical on Node 20), a
+// runtime (hybrid X25519MLKEM768 first where OpenSSL has ML-KEM, as on every supported Node line), a
 // configured list is what the face negotiates, every handshake is counted by face and
 // group on /metrics, and the config refuses groups the runtime does not have.
 import { generateKeyPairSync, webcrypto } from 'node:crypto';

@@ -73,8 +73,9 @@ const ZERO_SALT = Buffer.alloc(32);
 
 /**
  * RFC 5869 HKDF-SHA-256 with an empty salt (= HashLen zero bytes), written with node:crypto's
- * HMAC: on Node 20 `hkdfSync` fetches the OpenSSL KDF on every call and costs ~10× more,
- * which matters at thousands of keys per second. Checked against `openssl kdf` in tests.
+ * HMAC: `hkdfSync` fetches the OpenSSL KDF on every call (33 µs against 4–6 µs for one HMAC,
+ * benchmarks/README.md issue 29 item 8), which matters at thousands of keys per second.
+ * Checked against `openssl kdf` in tests.
  */
 export function hkdfSha256(ikm: Buffer, info: Buffer, length: number): Buffer {
   const prk = createHmac('sha256', ZERO_SALT).update(ikm).digest();

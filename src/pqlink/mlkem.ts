@@ -1,7 +1,7 @@
 // ML-KEM-768 (FIPS 203) for the link ratchet: node:crypto where the runtime has it (Node
 // 24.7+, OpenSSL 3.5), otherwise @noble/post-quantum (audited, pure JS). Both speak the
 // standard encodings (1,184-byte encapsulation key, 1,088-byte ciphertext, 32-byte shared
-// secret), so a site on Node 20 and one on Node 26 ratchet together.
+// secret), so a site on Node 22 and one on Node 26 ratchet together.
 import * as crypto from 'node:crypto';
 
 import { ml_kem768 } from '@noble/post-quantum/ml-kem.js';
