@@ -373,3 +373,28 @@ describe('runBattery', () => {
     await expect(runBattery(random, { params: { serial: 3 } as never })).rejects.toThrow(/unknown parameter/);
   });
 });
+
+describe('qentropy sts as a process whose reader stops early', () => {
+  it('`sts … --json | head` ends quietly with the SIGPIPE status, no stack trace', async () => {
+    const { spawn } = await import('node:child_process');
+    const { createTestPackage } = await import('./helpers/package.js');
+    const pkg = createTestPackage('sts-epipe');
+    try {
+      // 100 sequences of 10^5 bits: about 430 KB of JSON, more than a pipe holds.
+      const file = path.join(pkg.dir, 'random.bin');
+      fs.writeFileSync(file, crypto.randomBytes(1_250_000));
+      const child = spawn(process.execPath, [pkg.cli, 'sts', file, '--format', 'binary', '--bits', '100000', '--streams', '100', '--json'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      // What `head -c 100` does: read the first bytes, then close the pipe.
+      child.stdout.once('data', () => child.stdout.destroy());
+      const code = await new Promise<number | null>((resolve) => child.on('close', (status) => resolve(status)));
+      expect(stderr).not.toMatch(/EPIPE|Unhandled|at .*\(/);
+      expect(code).toBe(141);
+    } finally {
+      pkg.remove();
+    }
+  });
+});

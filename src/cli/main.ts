@@ -40,7 +40,18 @@ export async function buildProgram(command?: string): Promise<Command> {
 }
 
 /** Runs the CLI; resolves to the process exit code. Errors are one line on stderr. */
+/**
+ * A reader that stops early (`qentropy sts FILE --json | head`) closes the pipe under us:
+ * stop quietly with the status a Unix tool killed by SIGPIPE has (128 + 13), instead of
+ * dying on an unhandled 'error' event with a stack trace.
+ */
+function stopOnClosedPipe(err: NodeJS.ErrnoException): void {
+  if (err.code === 'EPIPE') process.exit(141);
+  throw err;
+}
+
 export async function main(argv: string[]): Promise<number> {
+  if (!process.stdout.listeners('error').includes(stopOnClosedPipe)) process.stdout.on('error', stopOnClosedPipe);
   try {
     const program = await buildProgram(argv[0]);
     await program.parseAsync(argv, { from: 'user' });
