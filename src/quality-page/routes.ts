@@ -131,7 +131,7 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
       firstRunAt,
       schedule: options.schedule?.() ?? null,
       runCount: runs.length,
-      zoom,
+      zoom: zoom ?? null,
       runs: q.width > 0 ? groupTimeline(runs, Math.max(sinceMs, firstRunAt ?? sinceMs), Math.min(untilMs, now), q.width) : runs,
     };
   });
