@@ -217,6 +217,7 @@ describe('quality page in a real browser', () => {
 
   it('zooms into a span dragged across the timeline, and back out with Escape or "Reset zoom" (issue 27)', async () => {
     const w = await openLive();
+    // (Polls, not page.waitForFunction: a string evaluated in the page breaks its CSP.)
     const marks = () => w.page.$$eval('#timeline-chart a.mark', (as) => as.map((a) => Number(a.getAttribute('data-run-id'))));
     const markWidth = () => w.page.$eval('#timeline-chart a.mark rect.crit', (r) => Number(r.getAttribute('width')));
     const whole = await marks();
@@ -242,7 +243,7 @@ describe('quality page in a real browser', () => {
       await w.page.mouse.move(xOf(times.get(inside[inside.length - 1]!)! + 120_000), y, { steps: 5 });
       await w.page.mouse.up();
       await w.page.waitForSelector('#reset-zoom:not([hidden])', { timeout: 10_000 });
-      await w.page.waitForFunction(`document.querySelectorAll('#timeline-chart a.mark').length === ${inside.length}`);
+      await expect.poll(() => w.page.locator('#timeline-chart a.mark').count(), { timeout: 10_000 }).toBe(inside.length);
     }
     await drag();
     expect(await marks()).toEqual(inside);
@@ -269,12 +270,12 @@ describe('quality page in a real browser', () => {
     // Escape shows the whole period again; so does "Reset zoom" after another drag.
     await w.page.keyboard.press('Escape');
     await w.page.waitForSelector('#reset-zoom[hidden]', { state: 'attached' });
-    await w.page.waitForFunction(`document.querySelectorAll('#timeline-chart a.mark').length === ${whole.length}`);
+    await expect.poll(() => w.page.locator('#timeline-chart a.mark').count(), { timeout: 10_000 }).toBe(whole.length);
     expect(await marks()).toEqual(whole);
     expect(w.page.url()).not.toContain('from=');
     await drag();
     await w.page.click('#reset-zoom');
-    await w.page.waitForFunction(`document.querySelectorAll('#timeline-chart a.mark').length === ${whole.length}`);
+    await expect.poll(() => w.page.locator('#timeline-chart a.mark').count(), { timeout: 10_000 }).toBe(whole.length);
     expect(await w.page.locator('#timeline-count').innerText()).not.toContain('zoomed');
     expect(w.problems).toEqual([]);
     await w.page.close();
