@@ -215,6 +215,72 @@ describe('quality page in a real browser', () => {
     await w.page.close();
   });
 
+  it('zooms into a span dragged across the timeline, and back out with Escape or "Reset zoom" (issue 27)', async () => {
+    const w = await openLive();
+    // (Polls, not page.waitForFunction: a string evaluated in the page breaks its CSP.)
+    const marks = () => w.page.$$eval('#timeline-chart a.mark', (as) => as.map((a) => Number(a.getAttribute('data-run-id'))));
+    const markWidth = () => w.page.$eval('#timeline-chart a.mark rect.crit', (r) => Number(r.getAttribute('width')));
+    const whole = await marks();
+    const wholeWidth = await markWidth();
+    expect(whole.length).toBeGreaterThanOrEqual(day.ids.length);
+    expect(await w.page.locator('#reset-zoom').isVisible()).toBe(false);
+
+    // Drag across runs 25..40 (the failing runs 30 and 31 among them), through the rate lines.
+    const times = new Map(((await (await fetch(`${base}/page/v1/timeline?hours=24`)).json()) as { runs: { id: number; time: number }[] }).runs.map((r) => [r.id, r.time]));
+    const inside = day.ids.slice(25, 41);
+    async function drag(): Promise<void> {
+      await w.page.locator('#timeline-chart').scrollIntoViewIfNeeded();
+      const axis = await w.page.$eval('#timeline-chart svg', (s) => {
+        const box = s.getBoundingClientRect();
+        const d = (s as unknown as { dataset: Record<string, string> }).dataset;
+        return { left: box.left, top: box.top, height: box.height, from: Number(d.from), to: Number(d.to), x0: Number(d.x0), x1: Number(d.x1) };
+      });
+      const xOf = (t: number): number => axis.left + axis.x0 + ((t - axis.from) / (axis.to - axis.from)) * (axis.x1 - axis.x0);
+      const y = axis.top + axis.height / 2;
+      await w.page.mouse.move(xOf(times.get(inside[0]!)! - 120_000), y);
+      await w.page.mouse.down();
+      await w.page.mouse.move(xOf(times.get(inside[0]!)!) + 20, y, { steps: 3 });
+      await w.page.mouse.move(xOf(times.get(inside[inside.length - 1]!)! + 120_000), y, { steps: 5 });
+      await w.page.mouse.up();
+      await w.page.waitForSelector('#reset-zoom:not([hidden])', { timeout: 10_000 });
+      await expect.poll(() => w.page.locator('#timeline-chart a.mark').count(), { timeout: 10_000 }).toBe(inside.length);
+    }
+    await drag();
+    expect(await marks()).toEqual(inside);
+    expect(await markWidth()).toBeGreaterThan(wholeWidth); // finer: each run has more room
+    expect(await w.page.locator('#timeline-count').innerText()).toMatch(/^16 runs from .* UTC \(zoomed\)$/);
+    expect(w.page.url()).toMatch(/#from=\d+&to=\d+$/); // the drag selected no run
+    await w.page.locator('#timeline').screenshot({ path: path.join(shots, 'zoomed-timeline.png') });
+
+    // Zoomed, clicks and the keyboard still select runs, and the URL keeps the zoom.
+    await w.page.click(`#timeline-chart a.mark[data-run-id="${day.real.fail}"]`);
+    await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);
+    expect(w.page.url()).toMatch(new RegExp(`#run=${day.real.fail}&from=\\d+&to=\\d+$`));
+    expect(await marks()).toEqual(inside);
+    await w.page.focus(`#timeline-chart a.mark[data-run-id="${day.real.fail}"]`);
+    await w.page.keyboard.press('ArrowRight');
+    expect(await w.page.evaluate("document.activeElement.getAttribute('data-run-id')")).toBe(String(inside[inside.indexOf(day.real.fail) + 1]));
+
+    // The zoomed URL opens zoomed.
+    const shared = await openLive(new URL(w.page.url()).hash);
+    expect(await shared.page.$$eval('#timeline-chart a.mark', (as) => as.length)).toBe(inside.length);
+    expect(await shared.page.locator('#reset-zoom').isVisible()).toBe(true);
+    await shared.page.close();
+
+    // Escape shows the whole period again; so does "Reset zoom" after another drag.
+    await w.page.keyboard.press('Escape');
+    await w.page.waitForSelector('#reset-zoom[hidden]', { state: 'attached' });
+    await expect.poll(() => w.page.locator('#timeline-chart a.mark').count(), { timeout: 10_000 }).toBe(whole.length);
+    expect(await marks()).toEqual(whole);
+    expect(w.page.url()).not.toContain('from=');
+    await drag();
+    await w.page.click('#reset-zoom');
+    await expect.poll(() => w.page.locator('#timeline-chart a.mark').count(), { timeout: 10_000 }).toBe(whole.length);
+    expect(await w.page.locator('#timeline-count').innerText()).not.toContain('zoomed');
+    expect(w.problems).toEqual([]);
+    await w.page.close();
+  });
+
   it("a test found not uniform shows its failing sub-test's histogram, on a count axis (issue 27)", async () => {
     const w = await openLive(`#run=${day.real.fail}`);
     await w.page.waitForSelector(`#selected-body .summary h3:has-text("Run ${day.real.fail}:")`);

@@ -339,6 +339,25 @@ describe('timeline of a long period', () => {
       const all = (await app.inject({ url: '/page/v1/timeline?width=4000' })).json() as { runs: { group: number }[] };
       expect(all.runs).toHaveLength(601);
       expect((await app.inject({ url: '/page/v1/timeline?width=-1' })).statusCode).toBe(400);
+
+      // Zoomed into two hours (the page's brush): that span's runs only, fine enough to show
+      // each run again at the same width, the failing one among them.
+      const from = now - 11 * HOUR;
+      const to = now - 9 * HOUR;
+      const zoomed = (await app.inject({ url: `/page/v1/timeline?width=300&from=${from}&to=${to}` })).json() as {
+        zoom: { from: number; to: number };
+        runCount: number;
+        runs: { id: number; time: number; group: number }[];
+      };
+      expect(zoomed.zoom).toEqual({ from, to });
+      expect(zoomed.runCount).toBe(62); // 61 two-minute runs (both ends count) and the failing one
+      expect(zoomed.runs.every((r) => r.group === 1 && r.time >= from && r.time <= to)).toBe(true);
+      expect(zoomed.runs.map((r) => r.id)).toContain(fail);
+      // Half a span is a client mistake: a 400 naming it, not the whole period.
+      const half = await app.inject({ url: `/page/v1/timeline?from=${from}` });
+      expect(half.statusCode).toBe(400);
+      expect(half.json()).toMatchObject({ message: expect.stringContaining('from and to come together'), details: [expect.objectContaining({ parameter: 'to' })] });
+      expect((await app.inject({ url: `/page/v1/timeline?from=${from}&to=${from + 1000}` })).statusCode).toBe(400);
     } finally {
       await app.close();
       await db.close();

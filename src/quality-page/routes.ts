@@ -1,7 +1,8 @@
 // The quality page on the quality role's listener, beside the APIs (no token, same store):
 //   GET /                          the page (index.html), strict CSP
 //   GET /assets/{file}             its script, styles and icon
-//   GET /page/v1/timeline?hours=   runs of the last H hours (1 .. retention), oldest first, and the schedule
+//   GET /page/v1/timeline?hours=   runs of the last H hours (1 .. retention), oldest first, and the schedule;
+//                                  with from= and to= (ms), only that span of the period (the page's zoom)
 //   GET /page/v1/runs/{id|latest}  one run folded for the page (view-model.ts); latest: 204 when none
 //   GET /page/v1/runs/{id}/bits    the run's kept tested bits, raw (for `qentropy sts`)
 //   GET /page/v1/failing?num=      the newest runs that failed a criterion
@@ -12,7 +13,7 @@ import { Readable } from 'node:stream';
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
-import { parseQuery, parseRunId } from '../quality/query.js';
+import { parseQuery, parseRunId, QueryError } from '../quality/query.js';
 import type { QualityStore } from '../quality/store.js';
 import { loadAssets, SERVED, type Asset } from './assets.js';
 import { renderHtmlReport, reportCsp } from './html-report.js';
@@ -50,6 +51,18 @@ export const PAGE_CSP =
 /** Most runs one timeline answer carries: 90 days of 10-minute runs, with room. */
 const TIMELINE_LIMIT = 20_000;
 const CHUNK = 64 * 1024;
+
+/** The narrowest span the page zooms into: a brush narrower than this is a click. */
+const MIN_ZOOM_MS = 60_000;
+
+/** `from`/`to` as a zoomed span, undefined when neither is given; 400 when only one is or they make no span. */
+function zoomSpan(from: number, to: number): { from: number; to: number } | undefined {
+  if (from === 0 && to === 0) return undefined;
+  if (from === 0 || to === 0 || to - from < MIN_ZOOM_MS) {
+    throw new QueryError([{ parameter: 'to', problem: `from and to come together, to at least ${MIN_ZOOM_MS} ms after from`, value: `from=${from}&to=${to}` }]);
+  }
+  return { from, to };
+}
 
 function notFound(reply: FastifyReply, id: number): FastifyReply {
   return reply.code(404).type('application/json; charset=utf-8').send({ message: `no quality run ${id}`, details: [{ id }] });
@@ -98,10 +111,16 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
       hours: { kind: 'int', min: 1, max: retentionHours, fallback: Math.min(24, retentionHours) },
       // The chart's width in pixels: beyond what it can show, runs come grouped (0: never).
       width: { kind: 'int', min: 0, max: 16_384, fallback: 0 },
+      // A zoomed span (ms since the epoch), 0 when not zoomed: clipped to the period.
+      from: { kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 },
+      to: { kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 },
     });
     const now = Date.now();
-    const sinceMs = now - q.hours * 3_600_000;
-    const rows = await store.listRunRows({ sinceMs, limit: TIMELINE_LIMIT });
+    const zoom = zoomSpan(q.from, q.to);
+    const periodStart = now - q.hours * 3_600_000;
+    const sinceMs = zoom ? Math.max(periodStart, zoom.from) : periodStart;
+    const untilMs = zoom ? zoom.to : now;
+    const rows = await store.listRunRows({ sinceMs, untilMs, limit: TIMELINE_LIMIT });
     const runs = rows.map(timelineRun);
     // firstRunAt: the page fits a service younger than the period to its runs.
     const firstRunAt = (await store.firstRunMs()) ?? null;
@@ -112,7 +131,8 @@ export async function registerQualityPage(app: FastifyInstance, options: Quality
       firstRunAt,
       schedule: options.schedule?.() ?? null,
       runCount: runs.length,
-      runs: q.width > 0 ? groupTimeline(runs, Math.max(sinceMs, firstRunAt ?? sinceMs), now, q.width) : runs,
+      zoom: zoom ?? null,
+      runs: q.width > 0 ? groupTimeline(runs, Math.max(sinceMs, firstRunAt ?? sinceMs), Math.min(untilMs, now), q.width) : runs,
     };
   });
 

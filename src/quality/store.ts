@@ -249,16 +249,17 @@ export class QualityStore {
   }
 
   /**
-   * Runs of any status completed at or after `sinceMs` with an id above `afterId` (only
+   * Runs of any status completed at or after `sinceMs` (and at or before `untilMs`, when
+   * given) with an id above `afterId` (only
    * loosely failing ones with `failing`), oldest first, at most `limit`: the newest ones
    * when more match.
    */
-  async listRunRows(filter: { sinceMs?: number; afterId?: number; failing?: boolean; limit: number }): Promise<RunRow[]> {
+  async listRunRows(filter: { sinceMs?: number; untilMs?: number; afterId?: number; failing?: boolean; limit: number }): Promise<RunRow[]> {
     const rows = await this.guard(() =>
       this.db.query<StoredRunRow>(
-        `SELECT ${LIST_COLUMNS} FROM quality_runs WHERE completed_ms >= $1 AND id > $2${filter.failing ? ' AND loosely_failing = 1' : ''}
-         ORDER BY completed_ms DESC, id DESC LIMIT $3`,
-        [filter.sinceMs ?? 0, filter.afterId ?? 0, filter.limit],
+        `SELECT ${LIST_COLUMNS} FROM quality_runs WHERE completed_ms >= $1 AND completed_ms <= $2 AND id > $3${filter.failing ? ' AND loosely_failing = 1' : ''}
+         ORDER BY completed_ms DESC, id DESC LIMIT $4`,
+        [filter.sinceMs ?? 0, filter.untilMs ?? Number.MAX_SAFE_INTEGER, filter.afterId ?? 0, filter.limit],
       ),
     );
     return rows.reverse().map(toRunRow);

@@ -1,13 +1,16 @@
 // The live quality page: loads the timeline, the latest run and the failing runs from the
 // page's data endpoints, draws them with view.js, and follows new runs through server-sent
-// events (/page/v1/events). The selected run lives in the URL (#run=ID&hours=H), so marks
-// are plain links: clickable, focusable and activated with Enter, and a view can be shared.
+// events (/page/v1/events). The selected run and the view live in the URL
+// (#run=ID&hours=H&from=MS&to=MS), so marks are plain links: clickable, focusable and
+// activated with Enter, and a view, zoomed or not, can be shared.
 import { badge, esc, renderFailing, renderRun, renderSummary, renderTimeline, utc } from './view.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 const state = {
   hours: 24,
+  /** The span the timeline is zoomed into ({from, to} in ms, dragged with the brush), or null. */
+  zoom: /** @type {{from: number, to: number} | null} */ (null),
   retentionHours: 24 * 90,
   /** The service's schedule ({intervalSeconds, drawTimeoutSeconds, nextRunAt}), or null when unknown. */
   schedule: /** @type {any} */ (null),
@@ -27,6 +30,10 @@ const state = {
   lastHeard: 0,
   live: false,
 };
+
+/** The narrowest zoom (the server's minimum too), and how far a drag goes before it is a brush, not a click. */
+const MIN_ZOOM_MS = 60_000;
+const BRUSH_START_PX = 5;
 
 /** Past a run's interval and draw timeout, plus this, the newest verdict is stale. */
 const STALE_MARGIN_MS = 120_000;
@@ -52,6 +59,10 @@ function readHash() {
   const hours = Number(params.get('hours'));
   state.selectedId = run && /^[0-9]+$/.test(run) ? Number(run) : null;
   if (Number.isInteger(hours) && hours > 0) state.hours = hours;
+  // A mark's link names only its run: the zoom stays until reset, and setHash writes it back.
+  const from = Number(params.get('from'));
+  const to = Number(params.get('to'));
+  if (Number.isInteger(from) && Number.isInteger(to) && to - from >= MIN_ZOOM_MS && from > 0) state.zoom = { from, to };
 }
 
 function announce(text) {
@@ -65,12 +76,17 @@ function showError(where, err) {
 function drawTimeline() {
   const box = $('timeline-chart');
   const width = Math.max(300, Math.floor(box.clientWidth));
-  const to = Math.max(state.now, ...state.runs.map((r) => r.time));
+  let to = Math.max(state.now, ...state.runs.map((r) => r.time));
   let from = to - state.hours * 3_600_000;
   // A service younger than the period: the axis starts at its first run, not hours before it.
   if (state.firstRunAt !== null && state.firstRunAt > from) from = state.firstRunAt - Math.max(60_000, (to - state.firstRunAt) * 0.03);
+  let since = from > to - state.hours * 3_600_000 ? `since the first run, ${utc(state.firstRunAt)}` : `in the last ${state.hours} h`;
+  if (state.zoom) {
+    ({ from, to } = state.zoom);
+    since = `from ${utc(from)} to ${utc(to)} (zoomed)`;
+  }
   box.innerHTML = renderTimeline(state.runs, { from, to, width, selectedId: state.selected?.id ?? null });
-  const since = from > to - state.hours * 3_600_000 ? `since the first run, ${utc(state.firstRunAt)}` : `in the last ${state.hours} h`;
+  /** @type {HTMLButtonElement} */ ($('reset-zoom')).hidden = !state.zoom;
   const count = Math.max(state.runCount, state.runs.length);
   const grouped = count > state.runs.length ? `, drawn as ${state.runs.length} marks: the worst run of each span` : '';
   $('timeline-count').textContent = `${count} run${count === 1 ? '' : 's'} ${since}${grouped}`;
@@ -98,7 +114,8 @@ function drawRangeOptions() {
 async function loadTimeline() {
   // The chart's width: a long period comes grouped to what it can show (issue 27).
   const width = Math.max(300, Math.floor($('timeline-chart').clientWidth));
-  const data = await getJson(`/page/v1/timeline?hours=${state.hours}&width=${width}`);
+  const span = state.zoom ? `&from=${Math.round(state.zoom.from)}&to=${Math.round(state.zoom.to)}` : '';
+  const data = await getJson(`/page/v1/timeline?hours=${state.hours}&width=${width}${span}`);
   state.runs = data.runs;
   state.runCount = data.runCount ?? data.runs.length;
   state.now = data.now;
@@ -226,17 +243,32 @@ async function loadLatestTested() {
   if (state.latestTested?.id !== tested.id) state.latestTested = await getJson(`/page/v1/runs/${tested.id}`).catch(() => null);
 }
 
-function setHash() {
+/** The URL fragment for the current view with run `runId` selected (none: follow the newest). */
+function hashText(runId) {
   const params = new URLSearchParams();
-  if (state.selectedId !== null) params.set('run', String(state.selectedId));
+  if (runId !== null) params.set('run', String(runId));
   if (state.hours !== 24) params.set('hours', String(state.hours));
-  const text = params.toString();
+  if (state.zoom) {
+    params.set('from', String(Math.round(state.zoom.from)));
+    params.set('to', String(Math.round(state.zoom.to)));
+  }
+  return params.toString();
+}
+
+function setHash() {
+  const text = hashText(state.selectedId);
   history.replaceState(null, '', text ? `#${text}` : location.pathname);
 }
 
 /** A new run arrived (server-sent event): add it, and follow it unless another run is pinned. */
 async function onNewRun(run) {
   if (state.runs.some((r) => r.id === run.id)) return;
+  // Zoomed into the past: the new run is announced and shown in "Now", not drawn off the span.
+  if (state.zoom && run.time > state.zoom.to) {
+    await loadLatest();
+    announce(`Live: new run ${run.id} at ${new Date(run.time).toISOString().slice(11, 19)} UTC, after the zoomed span`);
+    return;
+  }
   state.runs.push(run);
   state.runCount += 1;
   state.runs.sort((a, b) => a.time - b.time || a.id - b.id);
@@ -290,17 +322,97 @@ function onTimelineKey(e) {
 function step(delta) {
   const index = state.runs.findIndex((r) => r.id === state.selected?.id);
   const next = state.runs[index + delta];
-  if (next) location.hash = `run=${next.id}${state.hours !== 24 ? `&hours=${state.hours}` : ''}`;
+  if (next) location.hash = hashText(next.id);
+}
+
+/** Zoom into [from, to] (ms), or back out to the whole period with null. */
+async function setZoom(span) {
+  state.zoom = span;
+  setHash();
+  await loadTimeline().catch((err) => showError('timeline-chart', err));
+  announce(span ? `Timeline zoomed to ${utc(span.from)} – ${utc(span.to)}; Escape or "Reset zoom" shows the whole period.` : 'Timeline shows the whole period.');
+}
+
+/**
+ * The brush: a drag across the timeline zooms into the span dragged over. A press that
+ * moves less than BRUSH_START_PX stays a click (it selects a run); after a drag, the click
+ * the browser sends is swallowed so it selects nothing.
+ */
+function installBrush() {
+  const box = $('timeline-chart');
+  /** @type {{x: number, pointerId: number, rect: SVGRectElement | null} | null} */
+  let drag = null;
+  let swallowClick = false;
+  const svg = () => /** @type {SVGSVGElement | null} */ (box.querySelector('svg.timeline'));
+  const plotX = (e) => e.clientX - (svg()?.getBoundingClientRect().left ?? 0);
+  /** The time (ms) at plot pixel `px`, from the axis the chart was drawn with. */
+  const timeAt = (px) => {
+    const d = /** @type {SVGSVGElement} */ (svg()).dataset;
+    const [from, to, x0, x1] = [Number(d.from), Number(d.to), Number(d.x0), Number(d.x1)];
+    return from + ((Math.min(Math.max(px, x0), x1) - x0) / (x1 - x0)) * (to - from);
+  };
+  box.addEventListener('dragstart', (e) => e.preventDefault()); // a mark is a link: no link dragging
+  box.addEventListener('pointerdown', (e) => {
+    if (e.button !== 0 || !svg()) return;
+    drag = { x: plotX(e), pointerId: e.pointerId, rect: null };
+  });
+  box.addEventListener('pointermove', (e) => {
+    if (!drag || e.pointerId !== drag.pointerId) return;
+    const x = plotX(e);
+    if (!drag.rect) {
+      if (Math.abs(x - drag.x) < BRUSH_START_PX) return;
+      box.setPointerCapture(e.pointerId);
+      drag.rect = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+      drag.rect.setAttribute('class', 'brush');
+      drag.rect.setAttribute('y', '2');
+      drag.rect.setAttribute('height', String(Number(svg()?.getAttribute('height') ?? 200) - 4));
+    }
+    // The chart may have been redrawn (a new run) since the drag began: keep the rect in it.
+    if (drag.rect.ownerSVGElement !== svg()) svg()?.append(drag.rect);
+    drag.rect.setAttribute('x', String(Math.min(x, drag.x)));
+    drag.rect.setAttribute('width', String(Math.abs(x - drag.x)));
+  });
+  const end = (e, apply) => {
+    if (!drag || e.pointerId !== drag.pointerId) return;
+    const { x, rect } = drag;
+    drag = null;
+    if (!rect) return;
+    rect.remove();
+    swallowClick = true;
+    setTimeout(() => (swallowClick = false)); // no click follows a drag that ended off the chart
+    if (!apply || !svg()) return;
+    let [from, to] = [timeAt(Math.min(x, plotX(e))), timeAt(Math.max(x, plotX(e)))];
+    if (to - from < MIN_ZOOM_MS) [from, to] = [(from + to) / 2 - MIN_ZOOM_MS / 2, (from + to) / 2 + MIN_ZOOM_MS / 2];
+    void setZoom({ from: Math.round(from), to: Math.round(to) });
+  };
+  box.addEventListener('pointerup', (e) => end(e, true));
+  box.addEventListener('pointercancel', (e) => end(e, false));
+  box.addEventListener(
+    'click',
+    (e) => {
+      if (!swallowClick) return;
+      swallowClick = false;
+      e.preventDefault();
+      e.stopPropagation();
+    },
+    true,
+  );
 }
 
 async function start() {
   readHash();
   $('range').addEventListener('change', async (e) => {
     state.hours = Number(/** @type {HTMLSelectElement} */ (e.target).value);
+    state.zoom = null; // a new period shows all of it
     setHash();
     await loadTimeline().catch((err) => showError('timeline-chart', err));
   });
   $('timeline-chart').addEventListener('keydown', onTimelineKey);
+  installBrush();
+  $('reset-zoom').addEventListener('click', () => void setZoom(null));
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && state.zoom && !e.defaultPrevented) void setZoom(null);
+  });
   $('prev-run').addEventListener('click', () => step(-1));
   $('next-run').addEventListener('click', () => step(1));
   $('follow-latest').addEventListener('click', () => {
@@ -309,7 +421,10 @@ async function start() {
     void loadSelected();
   });
   window.addEventListener('hashchange', () => {
+    const zoom = state.zoom;
     readHash();
+    setHash(); // a mark's link names only its run: write the period and zoom back
+    if (state.zoom?.from !== zoom?.from || state.zoom?.to !== zoom?.to) void loadTimeline().catch((err) => showError('timeline-chart', err));
     void loadSelected().then(() => $('selected').focus());
   });
   new ResizeObserver(() => drawTimeline()).observe($('timeline-chart'));

@@ -403,7 +403,8 @@ export function renderTimeline(runs, options) {
   }
   const sel = runs.find((r) => r.id === selectedId);
   if (sel) out.push(`<line class="selected-line" x1="${x(sel.time).toFixed(1)}" x2="${x(sel.time).toFixed(1)}" y1="2" y2="${lineBottom}"/>`);
-  return `<svg class="timeline" width="${width}" height="${H}" viewBox="0 0 ${width} ${H}" role="group" aria-label="Runs from ${esc(utc(from))} to ${esc(utc(to))}: ${runs.length} runs">${out.join('')}</svg>`;
+  // data-*: the time axis (ms at the plot's left and right pixel), for the page's zoom brush.
+  return `<svg class="timeline" width="${width}" height="${H}" viewBox="0 0 ${width} ${H}" data-from="${from}" data-to="${to}" data-x0="${left}" data-x1="${right}" role="group" aria-label="Runs from ${esc(utc(from))} to ${esc(utc(to))}: ${runs.length} runs">${out.join('')}</svg>`;
 }
 
 /** The failing runs: when, which criterion, and links to their report and kept bits. */
