@@ -16,7 +16,7 @@ import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js
 import { CreditQueue } from '../src/feeder/combiner.js';
 import { combinedCredit, outputEntropy } from '../src/feeder/conditioning.js';
 import type { FeederSourceOptions } from '../src/feeder/source.js';
-import { captureLogger, goodBlock, Upstream, waitFor } from './feeder-harness.js';
+import { captureLogger, goodBlock, testSourceOptions, Upstream, waitFor } from './feeder-harness.js';
 
 let dir: string;
 let a: Upstream;
@@ -36,18 +36,7 @@ afterAll(async () => {
 });
 
 async function source(up: Upstream, extra: Partial<FeederSourceOptions> = {}): Promise<FeederSourceOptions> {
-  return {
-    url: up.url,
-    token: await up.token(),
-    ca: up.caPem,
-    blocksPerRequest: 4,
-    minEntropyPerByte: 7.5,
-    fips140: false,
-    failureLimit: 16,
-    retryAfterMs: 60_000,
-    retry: { baseDelayMs: 20, maxDelayMs: 100 },
-    ...extra,
-  };
+  return testSourceOptions(up, await up.token(), { blocksPerRequest: 4, ...extra });
 }
 
 const sha256 = (...parts: Buffer[]): Buffer => crypto.createHash('sha256').update(Buffer.concat(parts)).digest();

@@ -13,6 +13,7 @@ import { AccountStore } from '../src/accounts/index.js';
 import { EntropyPool } from '../src/pool/index.js';
 import { accountsFromStore } from '../src/server/account-store.js';
 import { buildEntropyApp } from '../src/server/app.js';
+import type { FeederSourceOptions } from '../src/feeder/source.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { devHealth, testTls } from './entropy-harness.js';
 
@@ -113,6 +114,22 @@ export class Upstream {
  * A source's config entry for `up`: its access token and CA certificate written to files
  * in `dir` (the token 0600), as a feeder config names them.
  */
+/** A feeder source on `up` as the pipeline tests configure it: quick retries, no FIPS, H = 7.5. */
+export function testSourceOptions(up: Upstream, token: string, extra: Partial<FeederSourceOptions> = {}): FeederSourceOptions {
+  return {
+    url: up.url,
+    token,
+    ca: up.caPem,
+    blocksPerRequest: 16,
+    minEntropyPerByte: 7.5,
+    fips140: false,
+    failureLimit: 16,
+    retryAfterMs: 60_000,
+    retry: { baseDelayMs: 20, maxDelayMs: 100 },
+    ...extra,
+  };
+}
+
 export async function sourceEntry(up: Upstream, dir: string, blocksPerRequest: number): Promise<{ url: string; tokenFile: string; caFile: string; blocksPerRequest: number }> {
   const tokenFile = path.join(dir, 'token');
   fs.writeFileSync(tokenFile, `${await up.token()}\n`, { mode: 0o600 });

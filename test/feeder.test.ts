@@ -14,7 +14,7 @@ import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js
 import type { FeederSourceOptions, SourceStatus } from '../src/feeder/source.js';
 import { KernelRandom } from '../src/native/kernel.js';
 import { FeederRole } from '../src/roles/feeder.js';
-import { captureLogger, goodBlock, stuckBlock, Upstream, waitFor } from './feeder-harness.js';
+import { captureLogger, goodBlock, stuckBlock, testSourceOptions, Upstream, waitFor } from './feeder-harness.js';
 
 const isRoot = process.getuid?.() === 0;
 let dir: string;
@@ -38,18 +38,7 @@ afterAll(async () => {
 });
 
 function sourceOptions(token: string, extra: Partial<FeederSourceOptions> = {}): FeederSourceOptions {
-  return {
-    url: upstream.url,
-    token,
-    ca: upstream.caPem,
-    blocksPerRequest: 16,
-    minEntropyPerByte: 7.5,
-    fips140: false,
-    failureLimit: 16,
-    retryAfterMs: 60_000,
-    retry: { baseDelayMs: 20, maxDelayMs: 100 },
-    ...extra,
-  };
+  return testSourceOptions(upstream, token, extra);
 }
 
 describe('feeder pipeline', () => {

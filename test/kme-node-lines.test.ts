@@ -20,7 +20,7 @@ import { systemSeedSource } from '../src/kme/seed-source.js';
 import { KmeSite } from '../src/kme/site.js';
 import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } from '../src/pki/certs.js';
 import { PostgresTestEngine } from './helpers/databases.js';
-import { createTestPackage, repoRoot, srcPath, type TestPackage } from './helpers/package.js';
+import { createTestPackage, repoRoot, srcPath, stopChild, type TestPackage } from './helpers/package.js';
 
 interface Runtime {
   node: string;
@@ -117,11 +117,7 @@ process.on('SIGTERM', () => void site.stop().then(() => process.exit(0)));
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await siteA?.stop();
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child!.on('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
+  await stopChild(child);
   pkg?.remove();
   await pg.teardown();
   fs.rmSync(dir, { recursive: true, force: true });

@@ -16,7 +16,7 @@ import { createCertificateAuthority, issueKmeCertificate, issueSaeCertificate } 
 import { hybridAvailable } from '../src/pqtls/index.js';
 import { PostgresTestEngine } from './helpers/databases.js';
 import { freePort } from './helpers/net.js';
-import { createTestPackage, srcPath, type TestPackage } from './helpers/package.js';
+import { createTestPackage, srcPath, stopChild, type TestPackage } from './helpers/package.js';
 
 /** A Node binary whose OpenSSL has ML-KEM, or undefined when none can be found here. */
 function hybridNode(): string | undefined {
@@ -103,11 +103,7 @@ process.on('SIGTERM', () => void site.stop().then(() => process.exit(0)));
   }, 120_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child!.on('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopChild(child);
     pkg?.remove();
     await pg.teardown();
     fs.rmSync(dir, { recursive: true, force: true });

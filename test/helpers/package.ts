@@ -4,7 +4,7 @@
 // touches the shared dist/. The directory has package.json and links to node_modules, the
 // native build and the unit templates (systemd/), so the addon loads and `service install`
 // renders exactly as from an installed package.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -71,4 +71,12 @@ export function runNode(file: string, args: string[], env: Record<string, string
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Ends a child process that is still running (SIGTERM) and resolves once it has exited. */
+export async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
 }
