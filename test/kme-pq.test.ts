@@ -1,9 +1,7 @@
 // Post-quantum key distribution on live sites: real KMEs on 127.0.0.1 with real mutual TLS,
-// real SQLite files and real inter-KME calls. What is asserted depends on the runtime, and
-// nothing is skipped on either: where OpenSSL has ML-KEM (Node 22.20+, 24, 26) the link and
-// the SAE face negotiate X25519MLKEM768 and requirePostQuantum refuses classical clients;
-// on a runtime without it (an unsupported Node, e.g. 20) the same tests assert the
-// classical fallback and the refusal to start.
+// real SQLite files and real inter-KME calls. Every supported runtime (Node 22.20+, 24, 26)
+// has OpenSSL 3.5 with ML-KEM: the link and the SAE face negotiate X25519MLKEM768 and
+// requirePostQuantum refuses classical clients at the handshake.
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -23,12 +21,10 @@ import { KmeSite } from '../src/kme/site.js';
 import { keySecret, linkLabel, nextChainSecret, type RatchetState } from '../src/pqlink/index.js';
 import { defaultGroups, hybridAvailable, negotiatedGroup } from '../src/pqtls/index.js';
 import { openDatabase } from '../src/storage/db.js';
-import { createTestPackage, runNode, type TestPackage } from './helpers/package.js';
 import { KmeTestPki } from './helpers/kme-pki.js';
 
-const HYBRID = hybridAvailable();
-/** What a default client and server negotiate on this runtime. */
-const EXPECTED_GROUP = HYBRID ? 'X25519MLKEM768' : 'X25519';
+/** What a default client and server negotiate on every supported runtime (Node 22.20+, 24, 26: OpenSSL 3.5). */
+const EXPECTED_GROUP = 'X25519MLKEM768';
 
 interface LogLine {
   level: string;
@@ -181,62 +177,45 @@ describe('hybrid TLS on the KME faces', () => {
 
 describe('kme.requirePostQuantum', () => {
   const sites = new Sites();
-  let pkg: TestPackage | undefined;
   beforeAll(() => sites.setup(['P', 'Q'], { p1: 'P' }));
-  afterAll(async () => {
-    await sites.teardown();
-    pkg?.remove();
+  afterAll(() => sites.teardown());
+
+  it('the runtime offers the hybrid group (every supported Node line has OpenSSL 3.5)', () => {
+    expect(hybridAvailable(), `Node ${process.version} with OpenSSL ${process.versions.openssl}`).toBe(true);
   });
 
-  if (HYBRID) {
-    it('refuses an SAE client that offers only X25519 at the handshake (Node client and openssl s_client), with a log line and a metric; a hybrid client gets in', async () => {
-      await sites.start('P', sites.config('P', { Q: { requirePostQuantum: false } }, { requirePostQuantum: true }));
-      const metricsBefore = (await sites.get('P', 'p1', '/metrics')).body as string;
-      const refused = await sites.get('P', 'p1', '/healthz', 'X25519').then(() => null, (e: Error) => e);
-      expect(refused).toBeInstanceOf(Error);
-      const s = await new Promise<string>((resolve) => {
-        const child = execFile('openssl', ['s_client', '-connect', `127.0.0.1:${sites.ports.P}`, '-groups', 'X25519', '-tls1_3', '-quiet',
-          '-cert', path.join(sites.dir, 'sae-p1.crt'), '-key', path.join(sites.dir, 'sae-p1.key'), '-CAfile', path.join(sites.dir, 'ca.crt')], { timeout: 5000 }, (_err, out, errOut) => resolve(`${out}\n${errOut}`));
-        child.stdin!.end('GET /healthz HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n');
-      });
-      expect(s).not.toMatch(/HTTP\/1\.1 200/);
-      const ok = await sites.get('P', 'p1', '/healthz');
-      expect(ok.status).toBe(200);
-      const metricsAfter = ok.status === 200 ? ((await sites.get('P', 'p1', '/metrics')).body as string) : '';
-      expect(sample(metricsAfter, 'qentropy_tls_refused_total', { face: 'kme-sae' }) - sample(metricsBefore, 'qentropy_tls_refused_total', { face: 'kme-sae' })).toBe(2);
-      // Refused during the handshake (the listener offers only hybrid groups): no group was negotiated, the log says what it accepts.
-      expect(sites.logs.P!.filter((l) => l.level === 'warn' && /requirePostQuantum/.test(l.msg) && l.obj.accepted === 'X25519MLKEM768')).toHaveLength(2);
+  it('refuses an SAE client that offers only X25519 at the handshake (Node client and openssl s_client), with a log line and a metric; a hybrid client gets in', async () => {
+    await sites.start('P', sites.config('P', { Q: { requirePostQuantum: false } }, { requirePostQuantum: true }));
+    const metricsBefore = (await sites.get('P', 'p1', '/metrics')).body as string;
+    const refused = await sites.get('P', 'p1', '/healthz', 'X25519').then(() => null, (e: Error) => e);
+    expect(refused).toBeInstanceOf(Error);
+    const s = await new Promise<string>((resolve) => {
+      const child = execFile('openssl', ['s_client', '-connect', `127.0.0.1:${sites.ports.P}`, '-groups', 'X25519', '-tls1_3', '-quiet',
+        '-cert', path.join(sites.dir, 'sae-p1.crt'), '-key', path.join(sites.dir, 'sae-p1.key'), '-CAfile', path.join(sites.dir, 'ca.crt')], { timeout: 5000 }, (_err, out, errOut) => resolve(`${out}\n${errOut}`));
+      child.stdin!.end('GET /healthz HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n');
     });
+    expect(s).not.toMatch(/HTTP\/1\.1 200/);
+    const ok = await sites.get('P', 'p1', '/healthz');
+    expect(ok.status).toBe(200);
+    const metricsAfter = ok.status === 200 ? ((await sites.get('P', 'p1', '/metrics')).body as string) : '';
+    expect(sample(metricsAfter, 'qentropy_tls_refused_total', { face: 'kme-sae' }) - sample(metricsBefore, 'qentropy_tls_refused_total', { face: 'kme-sae' })).toBe(2);
+    // Refused during the handshake (the listener offers only hybrid groups): no group was negotiated, the log says what it accepts.
+    expect(sites.logs.P!.filter((l) => l.level === 'warn' && /requirePostQuantum/.test(l.msg) && l.obj.accepted === 'X25519MLKEM768')).toHaveLength(2);
+  });
 
-    it('a link that requires it refuses a peer that negotiates a classical group: 503 to the SAE, a log line, a metric', async () => {
-      await sites.stop('P');
-      await sites.start('Q', sites.config('Q', { P: {} }, { tls: { groups: 'X25519:P-256' } }));
-      await sites.start('P', sites.config('P', { Q: { requirePostQuantum: true } }));
-      const e = await sites.etsi('P', 'p1').encKeys('Q').then(() => null, (err: unknown) => err);
-      expect(e).toBeInstanceOf(EtsiClientError);
-      expect((e as EtsiClientError).status).toBe(503);
-      expect(sites.logs.P!.some((l) => l.level === 'warn' && /requirePostQuantum/.test(l.msg) && l.obj.face === 'kme-link-client' && l.obj.peer === 'Q')).toBe(true);
-      const metrics = (await sites.get('P', 'p1', '/metrics')).body as string;
-      expect(sample(metrics, 'qentropy_tls_refused_total', { face: 'kme-link-client' })).toBeGreaterThan(0);
-      await sites.stop('P');
-      await sites.stop('Q');
-    });
-  } else {
-    it('on a runtime without ML-KEM the setting is refused, naming the Node versions that have it', () => {
-      for (const raw of [sites.raw('P', { Q: {} }, { requirePostQuantum: true }), sites.raw('P', { Q: { requirePostQuantum: true } })]) {
-        expect(() => parseKmeConfig(raw)).toThrow(/requirePostQuantum: this runtime \(Node v20.*OpenSSL 3\.0.*\) has no ML-KEM for TLS; run qentropy on Node\.js 22\.20 or later, 24 or 26/);
-      }
-      expect(() => parseKmeConfig(sites.raw('P', {}, { tls: { groups: 'X25519MLKEM768:X25519' } }))).toThrow(/X25519MLKEM768 needs ML-KEM.*Node\.js 22\.20 or later, 24 or 26/);
-    });
-
-    it('and the daemon refuses to start with it: one line naming the Node versions, exit status non-zero', async () => {
-      pkg = createTestPackage('kme-pq');
-      const file = sites.file('p.json', JSON.stringify({ storage: { url: `sqlite:${path.join(sites.dir, 'p.db')}` }, kme: sites.raw('P', { Q: {} }, { requirePostQuantum: true }) }));
-      const r = await runNode(pkg.cli, ['daemon', '--config', file]);
-      expect(r.code).not.toBe(0);
-      expect(r.stderr).toMatch(/requirePostQuantum.*Node\.js 22\.20 or later, 24 or 26/);
-    });
-  }
+  it('a link that requires it refuses a peer that negotiates a classical group: 503 to the SAE, a log line, a metric', async () => {
+    await sites.stop('P');
+    await sites.start('Q', sites.config('Q', { P: {} }, { tls: { groups: 'X25519:P-256' } }));
+    await sites.start('P', sites.config('P', { Q: { requirePostQuantum: true } }));
+    const e = await sites.etsi('P', 'p1').encKeys('Q').then(() => null, (err: unknown) => err);
+    expect(e).toBeInstanceOf(EtsiClientError);
+    expect((e as EtsiClientError).status).toBe(503);
+    expect(sites.logs.P!.some((l) => l.level === 'warn' && /requirePostQuantum/.test(l.msg) && l.obj.face === 'kme-link-client' && l.obj.peer === 'Q')).toBe(true);
+    const metrics = (await sites.get('P', 'p1', '/metrics')).body as string;
+    expect(sample(metrics, 'qentropy_tls_refused_total', { face: 'kme-link-client' })).toBeGreaterThan(0);
+    await sites.stop('P');
+    await sites.stop('Q');
+  });
 });
 
 /** Reads a site's ratchet state for one link, unsealed with its site key (what an attacker holding the site would see). */

@@ -304,7 +304,6 @@ describeEachEngine('quality page server', (engine) => {
 
     let fresh = 0;
     const live = await readEvents(`/page/v1/events?after=${ids.pass}`, 1, {}, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
       fresh = await seedRun(store, 'error', Date.now(), LAYOUT);
     });
     expect(live.map((e) => e.run)).toEqual([expect.objectContaining({ id: fresh, status: 'error' })]);
@@ -458,8 +457,7 @@ describe('quality role', () => {
 
       const events = await fetch(`${url}/page/v1/events`, { signal: controller.signal });
       const reader = events.body!.getReader();
-      await reader.read(); // the stream is open ("retry:")
-      await new Promise((resolve) => setTimeout(resolve, 1000)); // the watch has read the empty store (its first look is at once)
+      await reader.read(); // "retry:": every run stored from here on reaches this stream
       const outcome = await role.service!.runNow();
       let text = '';
       while (!text.includes('event: run')) text += Buffer.from((await reader.read()).value!).toString('utf8');

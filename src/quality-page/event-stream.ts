@@ -74,18 +74,31 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
         });
     }
     perClient.set(client, fromClient + 1);
+    // The baseline is fixed before the client sees `retry:`, so every run stored after that
+    // line reaches it: a fresh page (no `after`) starts from the newest run stored now.
+    let seen = after;
+    if (after === 0) {
+      try {
+        seen = await store.maxRunId();
+      } catch (err) {
+        app.log.warn({ err: (err as Error).message }, 'quality page: reading the newest run for an event stream failed');
+      }
+    }
     const res = reply.raw;
     reply.hijack();
     res.writeHead(200, headers);
-    const send = (run: TimelineRun): void => void res.write(`id: ${run.id}\nevent: run\ndata: ${JSON.stringify(run)}\n\n`);
+    const send = (run: TimelineRun): void => {
+      if (run.id <= seen || res.writableEnded) return;
+      seen = run.id;
+      res.write(`id: ${run.id}\nevent: run\ndata: ${JSON.stringify(run)}\n\n`);
+    };
     res.write('retry: 5000\n\n');
     const heartbeat = setInterval(() => res.write(': still here\n\n'), options.heartbeatMs ?? 25_000);
     heartbeat.unref();
-    let seen = after;
-    const unsubscribe = watch.subscribe((run) => {
-      if (run.id > seen) send(run);
-      seen = Math.max(seen, run.id);
-    });
+    // Live runs wait while the replay below is read, so ids go out in order and none is lost
+    // between the baseline and the watch's own view of the store.
+    let held: TimelineRun[] | undefined = [];
+    const unsubscribe = watch.subscribe((run) => (held ? held.push(run) : send(run)), seen);
     const lifetime = setTimeout(() => end(), lifetimeMs);
     lifetime.unref();
     const end = (): void => {
@@ -100,17 +113,15 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     };
     streams.add(end);
     res.on('close', end);
-    // Runs stored after what the client already has (its newest id, or Last-Event-ID on a reconnect).
-    if (after > 0) {
-      try {
-        for (const row of await store.listRunRows({ afterId: after, limit: 100 })) {
-          if (row.id > seen) send(timelineRun(row));
-          seen = Math.max(seen, row.id);
-        }
-      } catch (err) {
-        app.log.warn({ err: (err as Error).message }, 'quality page: replaying runs to an event stream failed');
-      }
+    // Runs stored after what the client already has (its newest id, Last-Event-ID on a
+    // reconnect, or the baseline above), read after subscribing so that nothing falls between.
+    try {
+      for (const row of await store.listRunRows({ afterId: seen, limit: 100 })) send(timelineRun(row));
+    } catch (err) {
+      app.log.warn({ err: (err as Error).message }, 'quality page: replaying runs to an event stream failed');
     }
+    for (const run of held.sort((a, b) => a.id - b.id)) send(run);
+    held = undefined;
   });
 }
 

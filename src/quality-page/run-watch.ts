@@ -23,11 +23,15 @@ export class RunWatch {
     private readonly options: RunWatchOptions = {},
   ) {}
 
-  /** Calls `listener` with each run stored from now on; returns the unsubscribe function. */
-  subscribe(listener: RunListener): () => void {
+  /**
+   * Calls `listener` with each run stored from now on; returns the unsubscribe function.
+   * `sinceId`, the newest run the subscriber already has, starts an idle watch from there, so
+   * a run stored before the watch's first look is not taken for old.
+   */
+  subscribe(listener: RunListener, sinceId?: number): () => void {
     this.listeners.add(listener);
     if (!this.timer) {
-      this.lastId = undefined;
+      this.lastId = sinceId;
       void this.poll();
       this.timer = setInterval(() => void this.poll(), this.options.intervalMs ?? 2000);
       this.timer.unref();
