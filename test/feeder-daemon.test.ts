@@ -255,7 +255,11 @@ export async function resolve(specifier, context, next) {
     const pinLines = () => d.stdout().split('\n').filter((l) => l.includes('CKR_PIN_INCORRECT'));
     await waitFor(() => d.stdout().includes('qentropy daemon running'), 15_000, 'the daemon to run');
     await waitFor(() => (readStatus(statusFile)?.buffer.level ?? 0) === 64 * 1024, 10_000, 'a full buffer');
-    await new Promise((r) => setTimeout(r, 2000));
+    await waitFor(() => pinLines().length === 1, 10_000, 'the PIN to be tried');
+    // Twenty sink intervals of the daemon's own time later (its status file says so), the
+    // PIN has still been tried only once.
+    const triedAt = readStatus(statusFile)!.updatedAt;
+    await waitFor(() => (readStatus(statusFile)?.updatedAt ?? 0) >= triedAt + 2000, 30_000, 'two seconds of the daemon running with the sink disabled');
     expect(d.child.exitCode).toBeNull();
     expect(pinLines()).toHaveLength(1);
     expect(pinLines()[0]).toMatch(/sink disabled until the config is reloaded/);
@@ -266,7 +270,9 @@ export async function resolve(specifier, context, next) {
     await waitFor(() => d.stdout().includes('feeder reloaded'), 10_000, 'the reload');
     await waitFor(() => pinLines().length >= 2, 10_000, 'the PIN to be tried again');
     expect(pinLines()).toHaveLength(2);
-    // Counters are per process life (a reload is no restart): the second attempt is the second error.
+    // Counters are per process life (a reload is no restart): the second attempt is the
+    // second error, once the status file has been written after it.
+    await waitFor(() => readStatus(statusFile)?.sinks[0]?.errors === 2, 10_000, 'the status file to count the second attempt');
     expect(readStatus(statusFile)!.sinks[0]).toMatchObject({ state: 'disabled', errors: 2 });
     expect(d.child.exitCode).toBeNull();
     expect(d.stdout()).not.toContain('135790');

@@ -5,8 +5,11 @@
 //   BENCH_NODE=$(bash scripts/node-line.sh 26) node benchmarks/feeder/memory.js
 // BENCH_NODE runs the daemons and the bare Node reference on that Node binary (the local
 // entropy server stays on this one: its SQLite driver is built for it).
-// The daemon runs as it ships: bin/qentropy.js over the tsc output (dist/), not a bundle,
-// so lazily imported modules stay unloaded. This tree is compiled into a temp directory;
+// The daemon runs as it ships: bin/qentropy.js over the tsc output (dist/). BENCH_BUNDLE=1
+// adds a row for the same tree as one esbuild bundle with code splitting (dependencies
+// included), BENCH_BUNDLE=own for a bundle of our own code only; BENCH_SMAPS=1 prints each
+// daemon's resident memory per mapped file. Two "floor" rows show what Node itself costs
+// once it loads TLS, and with an https client and an http listener. This tree is compiled into a temp directory;
 // with BENCH_BASELINE_REF, that git ref's src/ is compiled beside it (the "before"
 // figure; it uses this tree's native addon, which only adds functions). Figures come from
 // /proc/PID/status after BENCH_IDLE_SECONDS (default 20) of idling: VmRSS, VmHWM (peak),
@@ -53,6 +56,19 @@ function procStatus(pid) {
   return { rss: kib('VmRSS'), hwm: kib('VmHWM'), anon: kib('RssAnon'), threads: Number(/^Threads:\s+(\d+)/m.exec(text)?.[1]) };
 }
 
+/** Resident KiB per mapped file (and anonymous memory), largest first: where the RSS is. */
+function smapsByFile(pid) {
+  const totals = new Map();
+  let current = '';
+  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) current = head[1] || '[anon]';
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) totals.set(current, (totals.get(current) ?? 0) + Number(rss[1]));
+  }
+  return [...totals].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([f, k]) => `  ${(k / 1024).toFixed(1)} MB ${f}`).join('\n');
+}
+
 async function startServer() {
   const out = path.join(dir, 'server.js');
   const r = spawnSync(path.join(root, 'node_modules', '.bin', 'esbuild'), [path.join(here, 'server.ts'), '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${out}`, '--log-level=error'], { encoding: 'utf8' });
@@ -78,6 +94,7 @@ async function measureDaemon(name, cli, server, env = {}) {
   children.push(child);
   await sleep(idleSeconds * 1000);
   const figures = procStatus(child.pid);
+  if (process.env.BENCH_SMAPS) console.log(`${name}:\n${smapsByFile(child.pid)}`);
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;
@@ -99,8 +116,12 @@ async function measureRngd() {
   return figures;
 }
 
-async function measureBareNode() {
-  const child = spawn(node, ['-e', 'setInterval(() => {}, 60_000)'], { stdio: 'ignore' });
+/**
+ * A Node process that runs `script` and idles: bare Node, and the floors under any HTTPS
+ * feeder (node:tls alone; an https client with an http status listener, as the feeder has).
+ */
+async function measureNode(script) {
+  const child = spawn(node, ['-e', `${script}; setInterval(() => {}, 60_000)`], { stdio: 'ignore' });
   children.push(child);
   await sleep(Math.min(idleSeconds, 5) * 1000);
   const figures = procStatus(child.pid);
@@ -109,6 +130,15 @@ async function measureBareNode() {
 }
 
 const after = prepare(root, path.join(dir, 'after'));
+/** The same tree as one ES module bundle (code splitting keeps lazy imports lazy). */
+function bundle(cli) {
+  const pkg = path.dirname(path.dirname(cli));
+  const outdir = path.join(pkg, 'dist', 'bundle');
+  const r = spawnSync(path.join(root, 'node_modules', '.bin', 'esbuild'), [cli, '--bundle', '--splitting', '--platform=node', '--format=esm', `--outdir=${outdir}`, ...(process.env.BENCH_BUNDLE === 'own' ? ['--packages=external'] : ['--external:better-sqlite3', '--external:pg-native']), '--log-level=error', '--banner:js=import { createRequire as __qentropyRequire } from "node:module"; const require = __qentropyRequire(import.meta.url);'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`esbuild: ${r.stderr}`);
+  return path.join(outdir, 'qentropy.js');
+}
+const bundled = process.env.BENCH_BUNDLE ? bundle(after) : undefined;
 let before;
 if (baselineRef) {
   const tree = path.join(dir, 'baseline-tree');
@@ -126,9 +156,12 @@ rows.push([
   'same, with the feeder unit\'s UV_THREADPOOL_SIZE=2 NODE_OPTIONS=--v8-pool-size=1',
   await measureDaemon('after-unit', after, server, { UV_THREADPOOL_SIZE: '2', NODE_OPTIONS: '--v8-pool-size=1' }),
 ]);
+if (bundled) rows.push(['same, unit settings, as one esbuild bundle', await measureDaemon('bundled', bundled, server, { UV_THREADPOOL_SIZE: '2', NODE_OPTIONS: '--v8-pool-size=1' })]);
 const rngd = await measureRngd();
 if (rngd) rows.push(['rngd (rng-tools5), named pipe -> /dev/random, FIPS 140-2', rngd]);
-rows.push(['bare `node -e "setInterval(...)"`, for reference', await measureBareNode()]);
+rows.push(["floor: `node -e \"require('tls')\"`", await measureNode("require('tls')")]);
+rows.push(["floor: an https client and an http listener on 127.0.0.1, nothing else", await measureNode("require('https'); require('http').createServer().listen(0, '127.0.0.1')")]);
+rows.push(['bare `node -e "setInterval(...)"`, for reference', await measureNode('0')]);
 server.child.kill('SIGTERM');
 
 const mb = (kib) => (kib / 1024).toFixed(1);
@@ -136,5 +169,5 @@ console.log(`\nfeeder memory (${os.cpus()[0]?.model ?? 'cpu'}, ${os.cpus().lengt
 console.log('\n| process | RSS MB | peak RSS MB | own (RssAnon) MB | threads |\n|---|---|---|---|---|');
 for (const [name, f] of rows) console.log(`| ${name} | ${mb(f.rss)} | ${mb(f.hwm)} | ${mb(f.anon)} | ${f.threads} |`);
 const bare = rows.at(-1)[1].rss;
-for (const [name, f] of rows.filter(([n]) => n.startsWith('qentropy') || n.startsWith('same'))) console.log(`${name}: ${(f.rss / bare).toFixed(2)}x bare Node's RSS`);
+for (const [name, f] of rows.filter(([n]) => n.startsWith('qentropy') || n.startsWith('same') || n.startsWith('floor'))) console.log(`${name}: ${(f.rss / bare).toFixed(2)}x bare Node's RSS`);
 process.exit(0);

@@ -2,10 +2,11 @@
 // (undici, used before, parses HTTP in WebAssembly: importing it and making the first
 // request cost 25 MB of RSS, a third of a feeder-only daemon; Node's native parser costs
 // about 3 MB. docs/feeder.md, "Memory".)
-import http from 'node:http';
-import https from 'node:https';
+import type * as Http from 'node:http';
+import type * as Https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 
+import { http, https } from '../node-http.js';
 import { checkClientSocket, defaultGroups, type ClientWatch } from '../pqtls/index.js';
 
 export interface TransportOptions {
@@ -32,7 +33,7 @@ export interface TransportRequest {
 
 export interface TransportResponse {
   statusCode: number;
-  headers: http.IncomingHttpHeaders;
+  headers: Http.IncomingHttpHeaders;
   body: Buffer;
 }
 
@@ -52,8 +53,8 @@ export class TransportError extends Error {
 const IDLE_MS = 10_000;
 
 export class HttpTransport {
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
+  private readonly httpAgent: Http.Agent;
+  private readonly httpsAgent: Https.Agent;
 
   constructor(private readonly options: TransportOptions) {
     // `timeout` on an agent closes only *idle* pooled sockets; requests in flight are
@@ -112,9 +113,9 @@ export class HttpTransport {
  * done (a pooled connection reused later is not counted again); a refused connection
  * fails the request that opened it with NotPostQuantumError's message.
  */
-function watchAgent(agent: https.Agent, watch: ClientWatch): void {
-  const create = agent.createConnection.bind(agent) as (options: https.RequestOptions, callback?: unknown) => TLSSocket;
-  agent.createConnection = ((options: https.RequestOptions, callback?: unknown) => {
+function watchAgent(agent: Https.Agent, watch: ClientWatch): void {
+  const create = agent.createConnection.bind(agent) as (options: Https.RequestOptions, callback?: unknown) => TLSSocket;
+  agent.createConnection = ((options: Https.RequestOptions, callback?: unknown) => {
     const socket = create(options, callback);
     socket.once('secureConnect', () => {
       const offeredGroups = watch.offeredGroups ?? (options as { ecdhCurve?: string }).ecdhCurve;

@@ -7,11 +7,11 @@
 //     got no answer at all; we answer 405, this server is no proxy);
 //   - an HTTP/1.1 request without Host (Node answers an empty 400; RFC 9112 §3.2 requires
 //     the 400, we add the body).
-import http from 'node:http';
-import https from 'node:https';
+import type * as Http from 'node:http';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 
+import { http, https } from '../node-http.js';
 import { defaultGroups } from '../pqtls/index.js';
 
 /** Writes one complete HTTP/1.1 response with a JSON error body and closes the connection. */
@@ -89,7 +89,7 @@ export interface ListenerLimits {
  * `maxHeaderSize` (default 8 KiB), request 30 s, headers 10 s, keep-alive 5 s, and at
  * most `maxConnections` connections (capConnections).
  */
-export function createListener(handler: http.RequestListener, tls: ListenerTls | undefined, limits: ListenerLimits = {}): http.Server {
+export function createListener(handler: Http.RequestListener, tls: ListenerTls | undefined, limits: ListenerLimits = {}): Http.Server {
   // requireHostHeader off: Node would answer a Host-less request with an empty 400 itself.
   const common = { maxHeaderSize: limits.maxHeaderSize ?? 8192, ...LISTENER_TIMEOUTS, requireHostHeader: false };
   const server = tls
@@ -126,7 +126,7 @@ export interface ConnectionCount {
  * it answers to a connection over the cap is the listener's own (capConnections, the KME's
  * ETSI 503).
  */
-export function countConnections(server: http.Server, limits: ConnectionCount): (socket: object) => boolean {
+export function countConnections(server: Http.Server, limits: ConnectionCount): (socket: object) => boolean {
   const max = limits.maxConnections;
   const rejectTimeoutMs = limits.rejectTimeoutMs ?? 2_000;
   server.maxConnections = max + (limits.rejectSlots ?? 64);
@@ -162,14 +162,14 @@ export interface ConnectionLimits extends Omit<ConnectionCount, 'exempt'> {
  * is closed; past `maxConnections + rejectSlots` it is closed unanswered, so no client can
  * exhaust the process's file descriptors (countConnections).
  */
-export function capConnections(server: http.Server, limits: ConnectionLimits): void {
+export function capConnections(server: Http.Server, limits: ConnectionLimits): void {
   const max = limits.maxConnections;
   const retryAfter = limits.retryAfterSeconds ?? 5;
   const isOver = countConnections(server, limits);
   // Our answer goes before every request handler already registered (Fastify's router).
-  const handlers = server.listeners('request') as http.RequestListener[];
+  const handlers = server.listeners('request') as Http.RequestListener[];
   server.removeAllListeners('request');
-  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
+  server.on('request', (request: Http.IncomingMessage, response: Http.ServerResponse) => {
     if (isOver(request.socket)) {
       const body = JSON.stringify({
         message: 'server busy: too many connections; retry later',
@@ -193,8 +193,8 @@ export function capConnections(server: http.Server, limits: ConnectionLimits): v
  * Wraps a request handler: an HTTP/1.1 request without Host gets a JSON 400 (RFC 9112
  * §3.2), and CONNECT on the server gets a JSON 405.
  */
-function guardRawRequests(server: http.Server, handler: http.RequestListener): http.RequestListener {
-  server.on('connect', (request: http.IncomingMessage, socket: Duplex) => {
+function guardRawRequests(server: Http.Server, handler: Http.RequestListener): Http.RequestListener {
+  server.on('connect', (request: Http.IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
     // The request target of CONNECT is a host:port, never one of our resources.
     writeRawError(socket, 405, 'method CONNECT not allowed: this server is not a proxy', [{ method: 'CONNECT', allow: [] }], {
