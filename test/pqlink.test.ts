@@ -36,7 +36,7 @@ interface Acvp {
 const acvp = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'mlkem768-acvp.json'), 'utf8')) as Acvp;
 const hex = (s: string): Buffer => Buffer.from(s, 'hex');
 
-/** Node 24.7+ on OpenSSL 3.5 has ML-KEM in node:crypto; Node 20 and 22 do not. */
+/** Node 24.7+ on OpenSSL 3.5 has ML-KEM in node:crypto; Node 22 does not (its TLS has it, its crypto API not). */
 const nodeHasMlKem = typeof (crypto as unknown as { encapsulate?: unknown }).encapsulate === 'function';
 const nodeDecapsulate = (crypto as unknown as { decapsulate: (k: crypto.KeyObject, c: Buffer) => Buffer }).decapsulate;
 
