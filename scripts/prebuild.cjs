@@ -53,7 +53,12 @@ function build(arch) {
   if (cross) {
     if (!has(`${target.gnu}-g++`)) fail(`no ${target.gnu}-g++: install the Debian package ${target.debian}`);
     args.push('--arch', arch, `--CDCMAKE_TOOLCHAIN_FILE=${path.join(root, 'scripts', 'toolchains', `linux-${arch}.cmake`)}`);
-    if (has('ccache')) args.push('--CDCMAKE_CXX_COMPILER_LAUNCHER=ccache', '--CDCMAKE_C_COMPILER_LAUNCHER=ccache');
+    if (has('ccache')) {
+      args.push('--CDCMAKE_CXX_COMPILER_LAUNCHER=ccache', '--CDCMAKE_C_COMPILER_LAUNCHER=ccache');
+      // As scripts/lib/ccache.sh: hits across clones at other paths.
+      process.env.CCACHE_BASEDIR ??= root;
+      process.env.CCACHE_NOHASHDIR ??= '1';
+    }
     strip = `${target.gnu}-strip`;
   }
   console.log(`prebuild: linux-${arch}${cross ? ` (cross, ${target.gnu})` : ''}`);

@@ -15,7 +15,10 @@ seconds=${QENTROPY_FUZZ_SECONDS:-60}
 [[ $seconds =~ ^[0-9]+$ && $seconds -ge 1 ]] || { echo "test-fuzz: QENTROPY_FUZZ_SECONDS must be a positive integer, not '$seconds'" >&2; exit 2; }
 command -v clang++ >/dev/null || { echo "test-fuzz: clang++ not found (run scripts/setup.sh)" >&2; exit 1; }
 
-cmake --preset fuzz >/dev/null
+source scripts/lib/ccache.sh
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+cmake --preset fuzz "${launcher[@]}" >/dev/null
 nice cmake --build --preset fuzz >/dev/null
 
 # Largest input per target: a few KiB reach every branch of the readers and tests (the

@@ -7,6 +7,7 @@
 # ctest's output of preset P is also written to REPORT_DIR/native-P.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/ccache.sh
 report=
 if [[ ${1:-} == /* || ${1:-} == ./* ]]; then report=$1; shift; fi
 presets=("$@")

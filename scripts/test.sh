@@ -23,6 +23,7 @@ all=0
 
 source scripts/lib/supported-node.sh
 source scripts/lib/phases.sh
+source scripts/lib/ccache.sh
 node_major=$(supported_node_major)
 echo "== Node $(node --version) ($(command -v node)), $(nproc) cores, $(uptime | sed 's/.*load/load/')"
 
