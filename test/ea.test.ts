@@ -173,10 +173,12 @@ describe('IID track against NIST', () => {
       expectClose(s.value, ref.values[`Permutation testing: Unpermuted result ${name}`]!, name);
     }
     expect(Object.keys(iid.permutation.statistics)).toHaveLength(19);
-    // The failed chi-square test settles NIST's verdict, "not IID", so the permutation test
-    // is left undecided; with --full-permutation-test it runs to NIST's verdict, passed.
+    // The failed chi-square test settles NIST's verdict, "not IID", and ends the shuffling.
+    // It runs on the second thread beside the shuffles, so on this short file the shuffles
+    // may settle every statistic first: the permutation test is then passed (NIST's result),
+    // else left undecided, never failed. With --full-permutation-test it runs to the end.
     expect(iid.passed).toBe(false);
-    expect(iid.permutation.passed).toBeNull();
+    expect([null, true]).toContain(iid.permutation.passed);
     const full = await cli(['ea', path.join(vectors, 'rand8_short.bin'), '--iid', '--json', '--full-permutation-test']);
     expect(full.code).toBe(0);
     const fullIid = (JSON.parse(full.stdout) as EaJson).iid!;
