@@ -60,6 +60,20 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
     };
     // HEAD (an uptime check): the stream's headers, and no stream held open.
     if (request.method === 'HEAD') return reply.code(200).headers(headers).send();
+    // The baseline is fixed before the client sees `retry:`, so every run stored after that
+    // line reaches it: a fresh page (no `after`) starts from the newest run stored now. It is
+    // read before the caps are checked, so that from the check to `streams.add` nothing waits
+    // and concurrent requests cannot pass a cap together.
+    let seen = after;
+    if (after === 0) {
+      try {
+        seen = await store.maxRunId();
+      } catch (err) {
+        app.log.warn({ err: (err as Error).message }, 'quality page: reading the newest run for an event stream failed');
+      }
+    }
+    // A client gone during that read holds nothing: no stream is opened for it.
+    if (request.socket.destroyed) return reply.hijack();
     const client = clientKey(request.socket.remoteAddress ?? 'unknown');
     const fromClient = perClient.get(client) ?? 0;
     if (streams.size >= maxStreams || fromClient >= maxPerClient) {
@@ -74,16 +88,6 @@ export function registerEventStream(app: FastifyInstance, store: QualityStore, o
         });
     }
     perClient.set(client, fromClient + 1);
-    // The baseline is fixed before the client sees `retry:`, so every run stored after that
-    // line reaches it: a fresh page (no `after`) starts from the newest run stored now.
-    let seen = after;
-    if (after === 0) {
-      try {
-        seen = await store.maxRunId();
-      } catch (err) {
-        app.log.warn({ err: (err as Error).message }, 'quality page: reading the newest run for an event stream failed');
-      }
-    }
     const res = reply.raw;
     reply.hijack();
     res.writeHead(200, headers);
