@@ -51,6 +51,15 @@ export function versionInfo(): VersionInfo {
   };
 }
 
+/** The levels QENTROPY_SIMD takes (native/common/cpu.cc reads it; this only reports it). */
+const SIMD_LEVELS = ['portable', 'none', 'sse4', 'avx2', 'avx512'] as const;
+
+function simdCapNote(value: string | undefined): string {
+  if (value === undefined) return '';
+  if ((SIMD_LEVELS as readonly string[]).includes(value)) return ` (capped by QENTROPY_SIMD=${value})`;
+  return ` (QENTROPY_SIMD=${value} ignored: not one of ${SIMD_LEVELS.join(', ')})`;
+}
+
 /**
  * `qentropy version` as labelled lines, in order. A new component (say, the OpenSSL in
  * use) is one more entry here and one more field in VersionInfo.
@@ -63,7 +72,7 @@ export function versionLines(info: VersionInfo): Array<[label: string, value: st
     ['addon', `${info.addon.version}, ${kind}: ${info.addon.file}${stale}`],
     ['node', `${info.node} (Node-API ${info.napi}, ${info.platform})`],
     ['supports', `${SUPPORTED_NODE}${nodeSupported(info.node) ? '' : ` — this Node ${info.node} is not one of them`}`],
-    ['cpu', info.cpuFeatures.length ? info.cpuFeatures.join(' ') : '(scalar only)'],
+    ['cpu', `${info.cpuFeatures.length ? info.cpuFeatures.join(' ') : '(scalar only)'}${simdCapNote(process.env.QENTROPY_SIMD)}`],
     [
       'openssl',
       `${info.openssl}; hybrid post-quantum TLS groups ${info.hybridGroups ? 'available' : `not available (needs ${SUPPORTED_NODE} with its bundled OpenSSL 3.5)`}; default tls.groups ${info.defaultGroups}`,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { nodeSupported, SUPPORTED_NODE, SUPPORTED_NODE_ENGINES, versionInfo, versionLines } from '../src/version.js';
-import { repoRoot } from './helpers/package.js';
+import { createTestPackage, repoRoot, runNode } from './helpers/package.js';
 
 describe('qentropy version', () => {
   it('reports the loaded binary, its stamp and where it came from', () => {
@@ -38,5 +38,31 @@ describe('qentropy version', () => {
     const stale = { ...info, addon: { ...info.addon, kind: 'prebuild' as const, version: '0.0.9' } };
     const lines = Object.fromEntries(versionLines(stale));
     expect(lines.addon).toBe(`0.0.9, prebuilt: ${info.addon.file} — STALE: package is ${info.package}`);
+  });
+
+  // QENTROPY_SIMD lowers the vector code the kernels may pick, so one machine can run and
+  // benchmark a smaller CPU's paths (benchmarks/ea); the cpu line shows what is in use.
+  it('QENTROPY_SIMD caps the vector paths, and the cpu line says so', async () => {
+    const pkg = createTestPackage('version-simd');
+    try {
+      const cpuLine = async (env: Record<string, string>): Promise<string> => {
+        const r = await runNode(pkg.cli, ['version'], env);
+        expect(r.code).toBe(0);
+        return /^cpu\s+(.*)$/m.exec(r.stdout)?.[1] ?? '';
+      };
+      const full = versionInfo().cpuFeatures;
+      const avx2 = await cpuLine({ QENTROPY_SIMD: 'avx2' });
+      expect(avx2).toMatch(/\(capped by QENTROPY_SIMD=avx2\)$/);
+      expect(avx2).not.toMatch(/avx512/);
+      expect(avx2.includes(' avx2 ') || avx2.startsWith('avx2 ')).toBe(full.includes('avx2'));
+      const portable = await cpuLine({ QENTROPY_SIMD: 'portable' });
+      expect(portable).not.toMatch(/avx|ssse3|sse4|fma/);
+      const unknown = await cpuLine({ QENTROPY_SIMD: 'avx9000' });
+      expect(unknown).toMatch(/QENTROPY_SIMD=avx9000 ignored: not one of portable, none, sse4, avx2, avx512/);
+      // An unknown value caps nothing.
+      for (const feature of full) expect(unknown.split(' ')).toContain(feature);
+    } finally {
+      pkg.remove();
+    }
   });
 });

@@ -1,17 +1,46 @@
 #include "common/cpu.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace qe::cpu {
 
+namespace {
+
+// How far up the vector extensions a kernel may go. QENTROPY_SIMD lowers it, so that one
+// machine can run (and benchmark) the code paths of a smaller CPU: an AVX2-only host on an
+// AVX-512 one, or the portable code anywhere. Read once; an unknown value leaves it unlimited
+// (the addon has no channel for a warning this early, and the value is also echoed by
+// `qentropy version` so a typo is visible there).
+enum class Level { portable = 0, sse4 = 1, avx2 = 2, avx512 = 3 };
+
+Level parse_level(const char* v) {
+  if (v == nullptr) return Level::avx512;
+  if (std::strcmp(v, "portable") == 0 || std::strcmp(v, "none") == 0) return Level::portable;
+  if (std::strcmp(v, "sse4") == 0) return Level::sse4;
+  if (std::strcmp(v, "avx2") == 0) return Level::avx2;
+  return Level::avx512;
+}
+
+bool allowed(Level needed) {
+  static const Level cap = parse_level(std::getenv("QENTROPY_SIMD"));
+  return static_cast<int>(needed) <= static_cast<int>(cap);
+}
+
+}  // namespace
+
 #if defined(__x86_64__) || defined(__i386__)
-bool has_avx2() { return __builtin_cpu_supports("avx2"); }
-bool has_fma() { return __builtin_cpu_supports("fma"); }
-bool has_avx512bw() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool has_avx2() { return allowed(Level::avx2) && __builtin_cpu_supports("avx2"); }
+bool has_fma() { return allowed(Level::avx2) && __builtin_cpu_supports("fma"); }
+bool has_avx512bw() {
+  return allowed(Level::avx512) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
 bool has_avx512vbmi2() {
   return has_avx512bw() && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
 }
 bool has_popcnt() { return __builtin_cpu_supports("popcnt"); }
-bool has_ssse3() { return __builtin_cpu_supports("ssse3"); }
-bool has_sse41() { return __builtin_cpu_supports("sse4.1"); }
+bool has_ssse3() { return allowed(Level::sse4) && __builtin_cpu_supports("ssse3"); }
+bool has_sse41() { return allowed(Level::sse4) && __builtin_cpu_supports("sse4.1"); }
 bool has_rdseed() {
   unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
   __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
@@ -37,7 +66,10 @@ bool has_rdrand() { return false; }
 std::vector<std::string> feature_names() {
   std::vector<std::string> names;
   if (has_popcnt()) names.emplace_back("popcnt");
+  if (has_ssse3()) names.emplace_back("ssse3");
+  if (has_sse41()) names.emplace_back("sse4.1");
   if (has_avx2()) names.emplace_back("avx2");
+  if (has_fma()) names.emplace_back("fma");
   if (has_avx512bw()) names.emplace_back("avx512bw");
   if (has_avx512vbmi2()) names.emplace_back("avx512vbmi2");
   if (has_rdrand()) names.emplace_back("rdrand");
