@@ -987,6 +987,118 @@ QE_RUN_CODE_TARGET size_t run_code_indices_avx512_kernel(
 #undef QE_RUN_CODE_TARGET
 #endif
 
+#if defined(__x86_64__)
+// pshufb controls that gather the bytes of an 8-byte chunk whose bits are set in k (k < 256),
+// in order, to the chunk's front: AVX2's stand-in for vpcompressb.
+struct ChunkCompressTable {
+  alignas(64) uint64_t control[256];
+};
+
+const ChunkCompressTable& chunk_compress_table() {
+  static const ChunkCompressTable table = [] {
+    ChunkCompressTable t{};
+    for (unsigned k = 0; k < 256; ++k) {
+      uint64_t control = 0;
+      unsigned at = 0;
+      for (unsigned lane = 0; lane < 8; ++lane)
+        if ((k >> lane) & 1u) control |= uint64_t{lane} << (8 * at++);
+      t.control[k] = control;
+    }
+    return t;
+  }();
+  return table;
+}
+
+#define QE_RUN_CODE_TARGET __attribute__((target("avx2,bmi,lzcnt,popcnt")))
+// 0xFF in byte lane q where bit q of m is set, for the 32 lanes of a register.
+QE_RUN_CODE_TARGET static inline __m256i bytes_of_bits(uint32_t m) {
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(m)),
+                                             _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+// The same 64 indices at a time with AVX2, which has neither byte permutes across the
+// register nor a byte compress: the zero runs inside the block are walked as bit masks (a
+// run of r zeros ending at lane e keeps its last L(r) = floor(log2(r + 1)) lanes, and digit
+// i of its code, bit i of r + 1 with RUNB as 1, goes to lane e + 1 - L + i), so the work is
+// per run rather than per index; the block's symbols are then packed 8 lanes at a time with
+// one byte shuffle each. Runs that cross the block's edges are carried as in the AVX-512 coder.
+QE_RUN_CODE_TARGET size_t run_code_indices_avx2_kernel(const uint8_t* index, size_t n, int used, uint8_t* out) {
+  const ChunkCompressTable& packing = chunk_compress_table();
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi8(1);
+  constexpr uint64_t kAll = ~uint64_t{0};
+  alignas(32) uint8_t lane[64];
+  size_t symbols = 0, carry = 0, base = 0;  // carry: zeros held over from earlier blocks
+  for (; base + 64 <= n; base += 64) {
+    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index + base));
+    const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index + base + 32));
+    const uint64_t zeros = uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(low, zero)))} |
+                           uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(high, zero)))} << 32;
+    if (zeros == kAll) {
+      carry += 64;
+      continue;
+    }
+    uint64_t inner = zeros;  // zeros of runs that start and end within the block
+    if (carry > 0) {
+      const auto lead = static_cast<unsigned>(__builtin_ctzll(~zeros));
+      symbols += write_run_code(carry + lead, out + symbols);
+      inner &= lead == 0 ? kAll : kAll << lead;
+    }
+    const auto trail = static_cast<unsigned>(__builtin_clzll(~zeros));
+    inner &= trail == 0 ? kAll : kAll >> trail;
+    carry = trail;
+    uint64_t keep = ~zeros, runb = 0;
+    for (uint64_t starts = inner & ~(inner << 1), ends = inner & ~(inner >> 1); starts != 0; starts &= starts - 1, ends &= ends - 1) {
+      const auto first = static_cast<unsigned>(__builtin_ctzll(starts)), last = static_cast<unsigned>(__builtin_ctzll(ends));
+      const unsigned value = last - first + 2;  // r + 1
+      const auto digits = static_cast<unsigned>(31 - __builtin_clz(value));  // L(r) >= 1
+      const unsigned at = last + 1 - digits;
+      keep |= ((uint64_t{1} << digits) - 1) << at;
+      runb |= uint64_t{value & ((1u << digits) - 1)} << at;
+    }
+    // Non-zero lanes: index + 1; zero lanes: 1 for RUNB, 0 for RUNA (adding 0xFF to the 1).
+    const uint64_t runa = zeros & ~runb;
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane),
+                       _mm256_add_epi8(_mm256_add_epi8(low, one), bytes_of_bits(static_cast<uint32_t>(runa))));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane + 32),
+                       _mm256_add_epi8(_mm256_add_epi8(high, one), bytes_of_bits(static_cast<uint32_t>(runa >> 32))));
+    for (unsigned chunk = 0; chunk < 8; ++chunk) {
+      const auto k = static_cast<unsigned>((keep >> (8 * chunk)) & 0xFF);
+      const __m128i packed = _mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(lane + 8 * chunk)),
+                                              _mm_cvtsi64_si128(static_cast<long long>(packing.control[k])));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + symbols), packed);
+      symbols += static_cast<size_t>(__builtin_popcount(k));
+    }
+  }
+  for (; base < n; ++base) {
+    if (index[base] == 0) {
+      ++carry;
+      continue;
+    }
+    symbols += write_run_code(carry, out + symbols);
+    carry = 0;
+    out[symbols++] = static_cast<uint8_t>(index[base] + 1);
+  }
+  symbols += write_run_code(carry, out + symbols);
+  out[symbols++] = static_cast<uint8_t>(used + 1);
+  return symbols;
+}
+#undef QE_RUN_CODE_TARGET
+#endif
+
+bool run_code_indices_avx2(const uint8_t* index, size_t n, int used, uint8_t* out, size_t& symbols) {
+#if defined(__x86_64__)
+  static const bool avx2 = qe::cpu::has_avx2();
+  if (!avx2) return false;
+  symbols = run_code_indices_avx2_kernel(index, n, used, out);
+  return true;
+#else
+  (void)index, (void)n, (void)used, (void)out, (void)symbols;
+  return false;
+#endif
+}
+
 bool run_code_indices_avx512(const uint8_t* index, size_t n, int used, uint8_t* out, size_t& symbols) {
 #if defined(__x86_64__)
   static const bool vbmi2 = qe::cpu::has_avx512vbmi2();
@@ -1113,7 +1225,40 @@ __attribute__((target("avx512f,avx512bw,popcnt"))) void count_groups_avx512_kern
       counts[g][v] = static_cast<uint8_t>(__builtin_popcountll(_mm512_mask_cmpeq_epi8_mask(in_group, x, _mm512_set1_epi8(static_cast<char>(v)))));
   }
 }
+
+// The same with AVX2, which has no byte masks: a full group is two overlapping loads (bytes
+// 0-31 and 18-49), and each count the population of two compare masks, the second cut to the
+// 18 bytes the first did not cover. A short last group is counted the portable way.
+__attribute__((target("avx2,popcnt"))) void count_groups_avx2_kernel(const uint8_t* coded, size_t symbols, GroupCounts* counts) {
+  static_assert(kGroupSize > 32 && kGroupSize <= 64);
+  constexpr unsigned kOverlap = 64 - kGroupSize;  // bytes of the second load that the first counted
+  const size_t full = symbols / kGroupSize;
+  for (size_t g = 0; g < full; ++g) {
+    const uint8_t* x = coded + g * kGroupSize;
+    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + kGroupSize - 32));
+    for (size_t v = 0; v < kAlphabetSlots; ++v) {
+      const __m256i value = _mm256_set1_epi8(static_cast<char>(v));
+      const auto a = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(low, value)));
+      const auto b = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(high, value))) >> kOverlap;
+      counts[g][v] = static_cast<uint8_t>(__builtin_popcount(a) + __builtin_popcount(b));
+    }
+  }
+  if (full * kGroupSize < symbols) count_groups_portable(coded + full * kGroupSize, symbols - full * kGroupSize, counts + full);
+}
 #endif
+
+bool count_groups_avx2(const uint8_t* coded, size_t symbols, GroupCounts* counts) {
+#if defined(__x86_64__)
+  static const bool avx2 = qe::cpu::has_avx2();
+  if (!avx2) return false;
+  count_groups_avx2_kernel(coded, symbols, counts);
+  return true;
+#else
+  (void)coded, (void)symbols, (void)counts;
+  return false;
+#endif
+}
 
 bool count_groups_avx512(const uint8_t* coded, size_t symbols, GroupCounts* counts) {
 #if defined(__x86_64__)
@@ -1141,12 +1286,14 @@ void assign_tables(const GroupCounts* counts, size_t groups, const uint8_t (*len
 }
 
 void count_groups(const uint8_t* coded, size_t symbols, GroupCounts* counts) {
-  if (!detail::count_groups_avx512(coded, symbols, counts)) detail::count_groups_portable(coded, symbols, counts);
+  if (!detail::count_groups_avx512(coded, symbols, counts) && !detail::count_groups_avx2(coded, symbols, counts))
+    detail::count_groups_portable(coded, symbols, counts);
 }
 
 size_t run_code_indices(const uint8_t* index, size_t n, int used, uint8_t* out) {
   size_t symbols = 0;
-  if (detail::run_code_indices_avx512(index, n, used, out, symbols)) return symbols;
+  if (detail::run_code_indices_avx512(index, n, used, out, symbols) || detail::run_code_indices_avx2(index, n, used, out, symbols))
+    return symbols;
   return detail::run_code_indices_portable(index, n, used, out);
 }
 

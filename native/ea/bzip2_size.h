@@ -63,17 +63,19 @@ bool assign_tables_sse41(const GroupCounts* counts, size_t groups, const uint8_t
                          uint32_t (*table_freq)[16]);
 
 // The symbol counts of each group of 50 coded symbols (the last group may be shorter; every
-// symbol below 16). The AVX-512 version runs wherever the CPU has AVX-512 BW and returns
-// false, writing nothing, elsewhere.
+// symbol below 16). The AVX-512 and AVX2 versions run wherever the CPU has AVX-512 BW or
+// AVX2 and return false, writing nothing, elsewhere.
 void count_groups_portable(const uint8_t* coded, size_t symbols, GroupCounts* counts);
+bool count_groups_avx2(const uint8_t* coded, size_t symbols, GroupCounts* counts);
 bool count_groups_avx512(const uint8_t* coded, size_t symbols, GroupCounts* counts);
 
 // bzip2's coding of the move-to-front indices (runs of zeros in bijective base 2, others as
 // index + 1, then the end-of-block symbol used + 1) into out, which needs room for
-// n + kRunCodeSlack bytes; returns how many symbols it wrote. The AVX-512 (VBMI2) version
-// runs wherever the CPU has it and returns false, writing nothing, elsewhere.
+// n + kRunCodeSlack bytes; returns how many symbols it wrote. The AVX-512 (VBMI2) and AVX2
+// versions run wherever the CPU has them and return false, writing nothing, elsewhere.
 constexpr size_t kRunCodeSlack = 64;
 size_t run_code_indices_portable(const uint8_t* index, size_t n, int used, uint8_t* out);
+bool run_code_indices_avx2(const uint8_t* index, size_t n, int used, uint8_t* out, size_t& symbols);
 bool run_code_indices_avx512(const uint8_t* index, size_t n, int used, uint8_t* out, size_t& symbols);
 
 }  // namespace detail

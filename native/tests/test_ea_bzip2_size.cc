@@ -183,11 +183,11 @@ QE_TEST(bzip2_size_table_assignment_is_the_same_with_and_without_sse41) {
 }
 
 // The zero-run coding has an AVX-512 version (used wherever the CPU has VBMI2, so by every
-// libbz2 comparison above on such a CPU) and a portable one. Both must write what bzip2's
+// libbz2 comparison above on such a CPU), an AVX2 one and a portable one. Each must write what bzip2's
 // rule gives, checked here against the rule written plainly: runs of every length up to
 // past two 64-index blocks, runs that cross block boundaries or fill whole blocks, streams
 // with no zeros or only zeros, and lengths that leave a partial block.
-QE_TEST(bzip2_size_zero_run_coding_follows_bzip2s_rule_with_and_without_avx512) {
+QE_TEST(bzip2_size_zero_run_coding_follows_bzip2s_rule_on_every_path) {
   const auto by_the_rule = [](const std::vector<uint8_t>& index, int used) {
     std::vector<uint8_t> out;
     size_t zeros = 0;
@@ -208,7 +208,7 @@ QE_TEST(bzip2_size_zero_run_coding_follows_bzip2s_rule_with_and_without_avx512) 
     return out;
   };
   std::mt19937_64 rng(90);
-  const bool avx512 = qe::cpu::has_avx512vbmi2();
+  const bool avx512 = qe::cpu::has_avx512vbmi2(), avx2 = qe::cpu::has_avx2();
   for (int trial = 0; trial < 600; ++trial) {
     std::vector<uint8_t> index;
     const size_t n = trial < 8 ? trial * 37 : trial % 50 == 0 ? 200000 : rng() % 3000;
@@ -241,18 +241,24 @@ QE_TEST(bzip2_size_zero_run_coding_follows_bzip2s_rule_with_and_without_avx512) 
       out.resize(symbols);
       CHECK(out == expected);
     }
+    out.assign(n + qe::ea::detail::kRunCodeSlack, 0xEE);
+    CHECK_EQ(qe::ea::detail::run_code_indices_avx2(index.data(), n, used, out.data(), symbols), avx2);
+    if (avx2) {
+      out.resize(symbols);
+      CHECK(out == expected);
+    }
   }
 }
 
 // The group counts have an AVX-512 version (used wherever the CPU has AVX-512 BW, so by every
-// libbz2 comparison above on such a CPU) and a portable one. Both must give every group's
+// libbz2 comparison above on such a CPU), an AVX2 one and a portable one. Each must give every group's
 // count of each of the 16 symbols, checked against counting one symbol at a time: streams
 // of every length from 0 to past 200 groups (a short last group), skewed towards RUNA and
 // RUNB as coded text is, and made of one symbol only.
-QE_TEST(bzip2_size_group_counts_are_the_same_with_and_without_avx512) {
+QE_TEST(bzip2_size_group_counts_are_the_same_on_every_path) {
   using qe::ea::detail::GroupCounts;
   std::mt19937_64 rng(50);
-  const bool avx512 = qe::cpu::has_avx512bw();
+  const bool avx512 = qe::cpu::has_avx512bw(), avx2 = qe::cpu::has_avx2();
   for (int trial = 0; trial < 400; ++trial) {
     const size_t symbols = trial < 120 ? static_cast<size_t>(trial) : rng() % 10050;
     std::vector<uint8_t> coded(symbols + 64);
@@ -269,5 +275,8 @@ QE_TEST(bzip2_size_group_counts_are_the_same_with_and_without_avx512) {
     CHECK(portable == expected);
     CHECK_EQ(qe::ea::detail::count_groups_avx512(coded.data(), symbols, vector.data()), avx512);
     if (avx512) CHECK(vector == expected);
+    std::vector<GroupCounts> narrower(groups);
+    CHECK_EQ(qe::ea::detail::count_groups_avx2(coded.data(), symbols, narrower.data()), avx2);
+    if (avx2) CHECK(narrower == expected);
   }
 }
