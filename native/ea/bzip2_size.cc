@@ -838,6 +838,43 @@ inline size_t write_run_code(size_t r, uint8_t* out) {
 }
 
 #if defined(__x86_64__)
+// For the vector coders, which take 64 indices a block (zeros: bit q set where index q is 0,
+// not every bit set): the zeros of runs that start and end within the block. A run carried
+// in from earlier blocks (carry zeros) ends at the block's first non-zero index; its code is
+// written here. The block's trailing zeros become the new carry.
+inline uint64_t inner_zero_runs(uint64_t zeros, size_t& carry, uint8_t* out, size_t& symbols) {
+  constexpr uint64_t kAll = ~uint64_t{0};
+  uint64_t inner = zeros;
+  if (carry > 0) {
+    const auto lead = static_cast<unsigned>(__builtin_ctzll(~zeros));
+    symbols += write_run_code(carry + lead, out + symbols);
+    inner &= lead == 0 ? kAll : kAll << lead;
+  }
+  const auto trail = static_cast<unsigned>(__builtin_clzll(~zeros));
+  inner &= trail == 0 ? kAll : kAll >> trail;
+  carry = trail;
+  return inner;
+}
+
+// The vector coders' end: the last (fewer than 64) indices one at a time, then the run still
+// open and the end-of-block symbol. Returns the total count of symbols written.
+inline size_t finish_run_code(const uint8_t* index, size_t n, size_t carry, int used, uint8_t* out, size_t symbols) {
+  for (size_t k = 0; k < n; ++k) {
+    if (index[k] == 0) {
+      ++carry;
+      continue;
+    }
+    symbols += write_run_code(carry, out + symbols);
+    carry = 0;
+    out[symbols++] = static_cast<uint8_t>(index[k] + 1);
+  }
+  symbols += write_run_code(carry, out + symbols);
+  out[symbols++] = static_cast<uint8_t>(used + 1);
+  return symbols;
+}
+#endif
+
+#if defined(__x86_64__)
 // What the AVX-512 run coder looks up per byte lane, for runs of 1..63 zeros (vpermb reads a
 // 64-entry table): the code's length; its digits last first, RUNB as a 1 bit (bit k is the
 // digit written k places before the run's end); 1 << k; and lane indices q + 2^s, q - 2^s.
@@ -941,15 +978,7 @@ QE_RUN_CODE_TARGET size_t run_code_indices_avx512_kernel(
       carry += 64;
       continue;
     }
-    __mmask64 inner = zeros;  // zeros of runs that start and end within the block
-    if (carry > 0) {
-      const auto lead = static_cast<unsigned>(__builtin_ctzll(~zeros));
-      symbols += write_run_code(carry + lead, out + symbols);
-      inner &= lead == 0 ? kAll : kAll << lead;
-    }
-    const auto trail = static_cast<unsigned>(__builtin_clzll(~zeros));
-    inner &= trail == 0 ? kAll : kAll >> trail;
-    carry = trail;
+    const __mmask64 inner = inner_zero_runs(zeros, carry, out, symbols);
     __mmask64 keep = ~zeros;
     __m512i symbol = _mm512_add_epi8(v, one);
     if (inner != 0) {
@@ -971,18 +1000,7 @@ QE_RUN_CODE_TARGET size_t run_code_indices_avx512_kernel(
     _mm512_storeu_si512(out + symbols, _mm512_maskz_compress_epi8(keep, symbol));
     symbols += static_cast<size_t>(__builtin_popcountll(keep));
   }
-  for (; base < n; ++base) {
-    if (index[base] == 0) {
-      ++carry;
-      continue;
-    }
-    symbols += write_run_code(carry, out + symbols);
-    carry = 0;
-    out[symbols++] = static_cast<uint8_t>(index[base] + 1);
-  }
-  symbols += write_run_code(carry, out + symbols);
-  out[symbols++] = static_cast<uint8_t>(used + 1);
-  return symbols;
+  return finish_run_code(index + base, n - base, carry, used, out, symbols);
 }
 #undef QE_RUN_CODE_TARGET
 #endif
@@ -1039,15 +1057,7 @@ QE_RUN_CODE_TARGET size_t run_code_indices_avx2_kernel(const uint8_t* index, siz
       carry += 64;
       continue;
     }
-    uint64_t inner = zeros;  // zeros of runs that start and end within the block
-    if (carry > 0) {
-      const auto lead = static_cast<unsigned>(__builtin_ctzll(~zeros));
-      symbols += write_run_code(carry + lead, out + symbols);
-      inner &= lead == 0 ? kAll : kAll << lead;
-    }
-    const auto trail = static_cast<unsigned>(__builtin_clzll(~zeros));
-    inner &= trail == 0 ? kAll : kAll >> trail;
-    carry = trail;
+    const uint64_t inner = inner_zero_runs(zeros, carry, out, symbols);
     uint64_t keep = ~zeros, runb = 0;
     for (uint64_t starts = inner & ~(inner << 1), ends = inner & ~(inner >> 1); starts != 0; starts &= starts - 1, ends &= ends - 1) {
       const auto first = static_cast<unsigned>(__builtin_ctzll(starts)), last = static_cast<unsigned>(__builtin_ctzll(ends));
@@ -1071,18 +1081,7 @@ QE_RUN_CODE_TARGET size_t run_code_indices_avx2_kernel(const uint8_t* index, siz
       symbols += static_cast<size_t>(__builtin_popcount(k));
     }
   }
-  for (; base < n; ++base) {
-    if (index[base] == 0) {
-      ++carry;
-      continue;
-    }
-    symbols += write_run_code(carry, out + symbols);
-    carry = 0;
-    out[symbols++] = static_cast<uint8_t>(index[base] + 1);
-  }
-  symbols += write_run_code(carry, out + symbols);
-  out[symbols++] = static_cast<uint8_t>(used + 1);
-  return symbols;
+  return finish_run_code(index + base, n - base, carry, used, out, symbols);
 }
 #undef QE_RUN_CODE_TARGET
 #endif
