@@ -51,7 +51,11 @@ if (missing.length) {
 
 log(`${why}: building the addon from source with cmake-js (about a minute)`);
 const cmakeJs = require.resolve('cmake-js/bin/cmake-js', { paths: [root] });
-const result = spawnSync(process.execPath, [cmakeJs, 'compile', '--log-level', 'warn'], { cwd: root, stdio: 'inherit' });
+// A checkout (CI, contributors) compiles through ccache when it is installed: a fresh clone
+// then rebuilds from the cache in seconds. scripts/ is not in the package, so an installed
+// package builds plainly.
+const launcher = checkout ? require('./lib/ccache.cjs').ccacheCmakeJsArgs(root) : [];
+const result = spawnSync(process.execPath, [cmakeJs, 'compile', '--log-level', 'warn', ...launcher], { cwd: root, stdio: 'inherit' });
 if (result.status !== 0) {
   console.error(`qentropy: the source build of the addon failed (see above)`);
   process.exit(result.status ?? 1);

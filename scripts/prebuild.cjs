@@ -16,6 +16,7 @@
 // package.json (CMakeLists.txt); test/package.test.ts fails on a stale prebuild.
 'use strict';
 const { spawnSync } = require('node:child_process');
+const { ccacheCmakeJsArgs } = require('./lib/ccache.cjs');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -53,12 +54,7 @@ function build(arch) {
   if (cross) {
     if (!has(`${target.gnu}-g++`)) fail(`no ${target.gnu}-g++: install the Debian package ${target.debian}`);
     args.push('--arch', arch, `--CDCMAKE_TOOLCHAIN_FILE=${path.join(root, 'scripts', 'toolchains', `linux-${arch}.cmake`)}`);
-    if (has('ccache')) {
-      args.push('--CDCMAKE_CXX_COMPILER_LAUNCHER=ccache', '--CDCMAKE_C_COMPILER_LAUNCHER=ccache');
-      // As scripts/lib/ccache.sh: hits across clones at other paths.
-      process.env.CCACHE_BASEDIR ??= root;
-      process.env.CCACHE_NOHASHDIR ??= '1';
-    }
+    args.push(...ccacheCmakeJsArgs(root));
     strip = `${target.gnu}-strip`;
   }
   console.log(`prebuild: linux-${arch}${cross ? ` (cross, ${target.gnu})` : ''}`);

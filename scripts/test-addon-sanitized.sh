@@ -18,9 +18,7 @@ out=build/addon-sanitized
 mkdir -p build
 # Release flags (-O3) come first; QENTROPY_SANITIZE's -O1 -g and the sanitizer flags follow.
 source scripts/lib/ccache.sh
-launcher=()
-command -v ccache >/dev/null && launcher=(--CDCMAKE_CXX_COMPILER_LAUNCHER=ccache --CDCMAKE_C_COMPILER_LAUNCHER=ccache)
-nice npx cmake-js compile --out "$out" --CDQENTROPY_SANITIZE=ON "${launcher[@]}" >"$out.log" 2>&1 || {
+nice npx cmake-js compile --out "$out" --CDQENTROPY_SANITIZE=ON "${ccache_cmake_js_args[@]}" >"$out.log" 2>&1 || {
   tail -40 "$out.log" >&2
   echo "test-addon-sanitized: the sanitized addon did not build (log: $out.log)" >&2
   exit 1

@@ -16,9 +16,7 @@ seconds=${QENTROPY_FUZZ_SECONDS:-60}
 command -v clang++ >/dev/null || { echo "test-fuzz: clang++ not found (run scripts/setup.sh)" >&2; exit 1; }
 
 source scripts/lib/ccache.sh
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-cmake --preset fuzz "${launcher[@]}" >/dev/null
+cmake --preset fuzz "${ccache_cmake_args[@]}" >/dev/null
 nice cmake --build --preset fuzz >/dev/null
 
 # Largest input per target: a few KiB reach every branch of the readers and tests (the

@@ -12,12 +12,10 @@ report=
 if [[ ${1:-} == /* || ${1:-} == ./* ]]; then report=$1; shift; fi
 presets=("$@")
 ((${#presets[@]})) || presets=(native-tests sanitize)
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
 for preset in "${presets[@]}"; do
   echo "== native tests: $preset"
-  cmake --preset "$preset" "${launcher[@]}" >/dev/null
+  cmake --preset "$preset" "${ccache_cmake_args[@]}" >/dev/null
   cmake --build --preset "$preset" >/dev/null
   if [[ -n $report ]]; then
     ctest --preset "$preset" 2>&1 | tee "$report/native-$preset.log"

@@ -4,7 +4,8 @@
 #   benchmarks/gate/run.sh [MiB]      RNGTEST=/path/to/rngtest to pick the binary
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cmake -S . -B build/benchmarks -DCMAKE_BUILD_TYPE=Release -DQENTROPY_BENCHMARKS=ON >/dev/null
+source scripts/lib/ccache.sh
+cmake -S . -B build/benchmarks -DCMAKE_BUILD_TYPE=Release -DQENTROPY_BENCHMARKS=ON "${ccache_cmake_args[@]}" >/dev/null
 nice cmake --build build/benchmarks --target gate_bench -j 2 >/dev/null
 echo "load: $(uptime)"
 ./build/benchmarks/gate_bench "${1:-16}"
