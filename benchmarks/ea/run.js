@@ -144,11 +144,14 @@ function fitWork(runs) {
   return a > 0 && b > 0 ? { f, a, b } : null;
 }
 
-function equalWork(o, n) {
-  const ours = fitWork(o.work);
-  const theirs = fitWork(n.work);
+const equalWork = (o, n) => equalWorkOf(o.work, n.work);
+
+// Both sets of runs priced at the same work: speedup is the second's price over the first's.
+function equalWorkOf(oursRuns, theirRuns) {
+  const ours = fitWork(oursRuns);
+  const theirs = fitWork(theirRuns);
   if (!ours || !theirs) return null;
-  const all = [...o.work, ...n.work];
+  const all = [...oursRuns, ...theirRuns];
   const c = mean(all.map((w) => w.compressions));
   const s = mean(all.map((w) => w.shuffles));
   const price = (x) => x.f + x.a * c + x.b * s;
@@ -166,6 +169,9 @@ console.log(`SP 800-90B assessment benchmark, ${os.cpus()[0]?.model ?? 'cpu'}, $
 const [startup] = sideBySide([[process.execPath, [cli, 'version'], {}, 1]]);
 console.log(`qentropy process start-up (qentropy version): ${startup.seconds.toFixed(2)} s, included below`);
 console.log(pin !== null ? `one-thread rows: both tools pinned to CPU ${pin} (taskset)` : 'one-thread rows: not pinned');
+// QENTROPY_SIMD=avx2 runs our kernels of a CPU without AVX-512 (native/common/cpu.cc); NIST's
+// tool is whatever it was built as (-march=native in its Makefile; x86-64-v3 for AVX2 only).
+console.log(`qentropy vector paths: ${process.env.QENTROPY_SIMD ? `capped by QENTROPY_SIMD=${process.env.QENTROPY_SIMD}` : 'all this CPU has'}`);
 console.log(nistDir ? `NIST tool: ${nistDir}` : 'NIST tool: NIST_EA_DIR not set; showing the reference times recorded with the vectors');
 console.log('');
 const pad = (s, n) => String(s).padEnd(n);
@@ -174,12 +180,14 @@ console.log(`${pad('run', 22)}${lpad('threads', 8)}${lpad('qentropy', 11)}${lpad
 for (const track of tracks) {
   for (const [label, name] of files.filter(([label]) => only.includes(label))) {
     const file = path.join(vectors, name);
+    const ourWork = {};  // IID runs per thread count, for the scaling line
     for (const threads of [...new Set([1, cores])]) {
       // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
       // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
       const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
       const [ourRuns, nistRuns] = sideBySide([oursCommand(track, file, threads), ...(skipNist ? [] : [nistCommand(track, file, threads)])]);
       const o = ours(track, ourRuns);
+      if (o.work) ourWork[threads] = o.work;
       const key = `${track} ${label}`;
       let nistCell = RECORDED[key] ? `(${RECORDED[key]})` : '-';
       let speed = '';
@@ -204,5 +212,13 @@ for (const track of tracks) {
         );
       }
     }
+    // Our thread scaling at equal work: both thread counts' runs fitted the same way and
+    // priced at the mean work of all of them (the shuffles each run needs are drawn anew).
+    const scaling = cores > 1 && ourWork[1] && ourWork[cores] ? equalWorkOf(ourWork[cores], ourWork[1]) : null;
+    if (scaling)
+      console.log(
+        `  qentropy ${cores} threads against 1 at equal work (${scaling.c.toFixed(0)} compressions, ${scaling.s.toFixed(0)} shuffles): ` +
+          `${scaling.theirSeconds.toFixed(2)} s -> ${scaling.ourSeconds.toFixed(2)} s, ${scaling.speedup.toFixed(2)}x`,
+      );
   }
 }
