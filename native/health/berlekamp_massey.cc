@@ -36,7 +36,8 @@ const char* kernel_name(Kernel kernel) {
 bool kernel_available(Kernel kernel) {
 #ifdef QE_BM_X86
   if (kernel == Kernel::Avx2) return cpu::has_avx2();
-  if (kernel == Kernel::Avx512) return __builtin_cpu_supports("avx512f");
+  // Through qe::cpu, so QENTROPY_SIMD can hold the gate to the AVX2 kernel (BW implies F).
+  if (kernel == Kernel::Avx512) return cpu::has_avx512bw();
 #endif
   return kernel == Kernel::Portable || kernel == Kernel::Best;
 }
@@ -189,6 +190,79 @@ __attribute__((target("avx512f"))) void apply_avx512_registers(uint64_t* dc, uin
 #undef QE_BM_STORE
 }
 
+// The register-resident kernel with AVX2: D_C and D_B of at most 4 * R words in R
+// registers each (R <= 5 keeps them and the per-update values within the 16 YMM
+// registers; 1,280 bits are 20 words). AVX2 has no lane-crossing align, so each word's next
+// lower word is a 64-bit rotate of the register blended with the top word of the one below.
+template <int R>
+__attribute__((target("avx2"))) void apply_avx2_registers(uint64_t* dc, uint64_t* db, size_t from, size_t to,
+                                                          const Update* updates, size_t count) {
+  const size_t k = from - 1;  // the word the updates' db_word belongs to
+  __m256i c[R], b[R], lanes[R];
+  for (int j = 0; j < R; ++j) {
+    const auto first = static_cast<long long>(4 * j);
+    const auto words = static_cast<long long>(to);
+    // All ones in the lanes below `to` (maskload/maskstore read each lane's top bit).
+    lanes[j] = _mm256_cmpgt_epi64(_mm256_set1_epi64x(words), _mm256_setr_epi64x(first, first + 1, first + 2, first + 3));
+  }
+#define QE_BM_LOAD                                                                                  \
+  for (int j = 0; j < R; ++j) {                                                                     \
+    c[j] = _mm256_maskload_epi64(reinterpret_cast<const long long*>(dc + 4 * j), lanes[j]); \
+    b[j] = _mm256_maskload_epi64(reinterpret_cast<const long long*>(db + 4 * j), lanes[j]); \
+  }
+#define QE_BM_STORE                                                                    \
+  for (int j = 0; j < R; ++j) {                                                        \
+    _mm256_maskstore_epi64(reinterpret_cast<long long*>(dc + 4 * j), lanes[j], c[j]); \
+    _mm256_maskstore_epi64(reinterpret_cast<long long*>(db + 4 * j), lanes[j], b[j]); \
+  }
+  QE_BM_LOAD
+  const int kj = static_cast<int>(k / 4);
+  const auto kl = static_cast<long long>(k % 4);
+  const __m256i klane = _mm256_cmpeq_epi64(_mm256_set1_epi64x(kl), _mm256_setr_epi64x(0, 1, 2, 3));
+  for (size_t i = 0; i < count; ++i) {
+    const Update& u = updates[i];
+    if (u.shift >= 64) {
+      QE_BM_STORE
+      apply_avx2(dc, db, from, to, &u, 1);
+      QE_BM_LOAD
+      continue;
+    }
+    // As in the AVX-512 kernel, words below `from` are updated too and never read again.
+    const __m128i up = _mm_cvtsi32_si128(static_cast<int>(u.shift));
+    const __m128i down = _mm_cvtsi32_si128(static_cast<int>(64 - u.shift));
+    const __m256i grow = _mm256_set1_epi64x(u.grow ? -1 : 0);
+    const __m256i dbk = _mm256_set1_epi64x(static_cast<long long>(u.db_word));
+    __m256i below = _mm256_setzero_si256();
+#pragma GCC unroll 5
+    for (int j = 0; j < R; ++j) {
+      if (j == kj) b[j] = _mm256_blendv_epi8(b[j], dbk, klane);
+      if (j < kj) {
+        below = b[j];
+        continue;
+      }
+      // [below3, b0, b1, b2]: each word's next lower word.
+      const __m256i lo = _mm256_blend_epi32(_mm256_permute4x64_epi64(b[j], 0x93), _mm256_permute4x64_epi64(below, 0x93), 0x03);
+      below = b[j];
+      const __m256i sh = _mm256_or_si256(_mm256_sll_epi64(b[j], up), _mm256_srl_epi64(lo, down));
+      const __m256i old = c[j];
+      c[j] = _mm256_xor_si256(old, sh);
+      b[j] = _mm256_blendv_epi8(b[j], old, grow);
+    }
+  }
+  QE_BM_STORE
+#undef QE_BM_LOAD
+#undef QE_BM_STORE
+}
+
+ApplyFn avx2_apply_for(size_t words) {
+  if (words <= 4) return apply_avx2_registers<1>;
+  if (words <= 8) return apply_avx2_registers<2>;
+  if (words <= 12) return apply_avx2_registers<3>;
+  if (words <= 16) return apply_avx2_registers<4>;
+  if (words <= 20) return apply_avx2_registers<5>;
+  return apply_avx2;
+}
+
 ApplyFn avx512_apply_for(size_t words) {
   if (words <= 8) return apply_avx512_registers<1>;
   if (words <= 16) return apply_avx512_registers<2>;
@@ -198,6 +272,7 @@ ApplyFn avx512_apply_for(size_t words) {
 #pragma GCC diagnostic pop
 #else
 ApplyFn avx512_apply_for(size_t) { return apply_portable; }
+ApplyFn avx2_apply_for(size_t) { return apply_portable; }
 void apply_avx2(uint64_t* dc, uint64_t* db, size_t from, size_t to, const Update* updates, size_t count) {
   apply_portable(dc, db, from, to, updates, count);
 }
@@ -231,7 +306,9 @@ size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
   std::copy(dc, dc + words, db);
 
   Update* const updates = updates_.data();
-  const detail::ApplyFn apply = kernel_ == Kernel::Avx512 ? detail::avx512_apply_for(words) : apply_;
+  const detail::ApplyFn apply = kernel_ == Kernel::Avx512 ? detail::avx512_apply_for(words)
+                                : kernel_ == Kernel::Avx2  ? detail::avx2_apply_for(words)
+                                                           : apply_;
   size_t L = 0;
   size_t m = 1;  // the update is C ^= x^m B
   for (size_t k = 0; k < words; ++k) {

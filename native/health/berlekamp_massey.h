@@ -47,8 +47,10 @@ void apply_portable(uint64_t* dc, uint64_t* db, size_t from, size_t to, const Up
 void apply_avx2(uint64_t* dc, uint64_t* db, size_t from, size_t to, const Update* updates, size_t count);
 void apply_avx512(uint64_t* dc, uint64_t* db, size_t from, size_t to, const Update* updates, size_t count);
 using ApplyFn = void (*)(uint64_t*, uint64_t*, size_t, size_t, const Update*, size_t);
-// For D_C and D_B of `words` words: up to 24 words, a kernel that keeps them in registers.
+// For D_C and D_B of `words` words: up to 24 words (AVX-512) or 20 (AVX2), a kernel that
+// keeps them in registers; past that, the memory kernel.
 ApplyFn avx512_apply_for(size_t words);
+ApplyFn avx2_apply_for(size_t words);
 }  // namespace detail
 
 // Computes linear complexities, keeping its working memory between calls.

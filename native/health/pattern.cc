@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/cpu.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QE_PATTERN_X86 1
@@ -65,8 +67,9 @@ Tester::Tester(Config config, Kernel kernel) : config_(config), linear_(kernel) 
   if (config_.linear_bits != 0 && config_.linear_bits / 2 <= config_.linear_margin)
     throw std::invalid_argument("pattern linear_margin must be below half of linear_bits");
 #ifdef QE_PATTERN_X86
-  use_avx512_ = kernel != Kernel::Portable && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi") &&
-                __builtin_cpu_supports("avx512bw");
+  // has_avx512bw() is where QENTROPY_SIMD caps the choice; DQ and VBMI are checked here.
+  use_avx512_ = kernel != Kernel::Portable && cpu::has_avx512bw() &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi");
 #endif
   std::random_device rd;
   for (auto& k : key_) k = ((uint64_t{rd()} << 32) ^ rd()) | 1u;
