@@ -319,6 +319,10 @@ size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
     // Only steps with a discrepancy change anything but m, so the loop jumps from one set
     // bit of D_C's word to the next (the bits above the current step change as it goes).
     const size_t first = 64 * k;
+    // D_B's two words below this one do not change while its steps run (the updates reach
+    // them only after): the common shifts (m < 128) take them from registers, so no load
+    // whose address depends on m sits in the chain from one discrepancy to the next.
+    const uint64_t below1 = db[static_cast<ptrdiff_t>(k) - 1], below2 = db[static_cast<ptrdiff_t>(k) - 2];
     size_t n = first;
     for (;;) {
       const unsigned j = static_cast<unsigned>(n - first);
@@ -336,8 +340,11 @@ size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
       m += zeros;
       // Step n has a discrepancy: C ^= x^m B, i.e. D_C ^= D_B shifted up by m.
       const auto q = static_cast<ptrdiff_t>(m >> 6);
-      const uint64_t hi = q == 0 ? dbk : db[static_cast<ptrdiff_t>(k) - q];
-      const uint64_t lo = db[static_cast<ptrdiff_t>(k) - q - 1];
+      uint64_t hi = q == 0 ? dbk : below1, lo = q == 0 ? below1 : below2;
+      if (q >= 2) [[unlikely]] {
+        hi = db[static_cast<ptrdiff_t>(k) - q];
+        lo = db[static_cast<ptrdiff_t>(k) - q - 1];
+      }
       const auto s = static_cast<unsigned>(m & 63);
       const uint64_t sh = (hi << s) | ((lo >> 1) >> (63 - s));  // funnel(), without its branch
       // Whether the length changes is a coin flip on random data: masks, not a branch.
