@@ -5,6 +5,7 @@
 
 namespace qe::cpu {
 
+#if defined(__x86_64__) || defined(__i386__)
 namespace {
 
 // How far up the vector extensions a kernel may go. QENTROPY_SIMD lowers it, so that one
@@ -29,7 +30,6 @@ bool allowed(Level needed) {
 
 }  // namespace
 
-#if defined(__x86_64__) || defined(__i386__)
 bool has_avx2() { return allowed(Level::avx2) && __builtin_cpu_supports("avx2"); }
 bool has_fma() { return allowed(Level::avx2) && __builtin_cpu_supports("fma"); }
 bool has_avx512bw() {
