@@ -285,9 +285,6 @@ void apply_avx512(uint64_t* dc, uint64_t* db, size_t from, size_t to, const Upda
 
 LinearComplexity::LinearComplexity(Kernel kernel) : kernel_(kernel == Kernel::Best ? best_kernel() : kernel) {
   if (!kernel_available(kernel_)) kernel_ = Kernel::Portable;
-  apply_ = kernel_ == Kernel::Avx512 ? detail::apply_avx512
-           : kernel_ == Kernel::Avx2 ? detail::apply_avx2
-                                     : detail::apply_portable;
   updates_.resize(64);
 }
 
@@ -306,9 +303,10 @@ size_t LinearComplexity::operator()(const uint8_t* data, size_t nbits) {
   std::copy(dc, dc + words, db);
 
   Update* const updates = updates_.data();
+  // The vector kernels keep short strings in registers and fall back to their memory kernels.
   const detail::ApplyFn apply = kernel_ == Kernel::Avx512 ? detail::avx512_apply_for(words)
                                 : kernel_ == Kernel::Avx2  ? detail::avx2_apply_for(words)
-                                                           : apply_;
+                                                           : detail::apply_portable;
   size_t L = 0;
   size_t m = 1;  // the update is C ^= x^m B
   for (size_t k = 0; k < words; ++k) {

@@ -64,7 +64,6 @@ class LinearComplexity {
 
  private:
   Kernel kernel_;
-  detail::ApplyFn apply_;
   std::vector<uint64_t> dc_, db_;
   std::vector<Update> updates_;
 };
