@@ -1,0 +1,162 @@
+// Berlekamp-Massey for the linear complexity test (linear_complexity.cc), bit-sliced, 64
+// blocks at a time. Compiled twice from this one text: for any x86-64 (and every other
+// CPU) in linear_complexity.cc, and with AVX2 in linear_complexity_avx2.cc, picked at run
+// time: the loops over polynomial words are vectorised, four words a step with AVX2.
+// Everything is in an anonymous namespace, so each translation unit has its own copy.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sts/bitwords.h"
+
+namespace qe::sts {
+namespace {
+
+// In-place transpose of a 64x64 bit matrix, element (i, j) = bit 63 - j of a[i].
+void transpose64(uint64_t a[64]) {
+  uint64_t mask = 0x00000000ffffffffull;
+  for (unsigned j = 32; j != 0; j >>= 1, mask ^= mask << j) {
+    for (unsigned k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+      const uint64_t t = (a[k] ^ (a[k | j] >> j)) & mask;
+      a[k] ^= t;
+      a[k | j] ^= t << j;
+    }
+  }
+}
+
+// Berlekamp-Massey on up to 64 blocks at once, bit-sliced: lane b (bit 63 - b of every
+// word) is block b. A polynomial is an array of words indexed by degree, so every
+// operation of the algorithm is the same word operation for all lanes; the lanes differ
+// only in their discrepancy d and in whether their length L changes, and both are masks.
+// B is kept pre-multiplied, Bs = x^(N-m) B, so the update is C ^= d & Bs and the
+// "multiply by x" after each step is a move of Bs's base pointer.
+class SlicedBerlekampMassey {
+ public:
+  explicit SlicedBerlekampMassey(size_t M)
+      : M_(M), planes_(static_cast<unsigned>(std::bit_width(M))), seq_(M), c_(M + 2), bs_buf_(2 * M + 4) {}
+
+  // Linear complexity of blocks first .. first + count - 1 (count <= 64) of M bits each,
+  // read from `words` (MSB-first, nwords of them).
+  void run(const uint64_t* words, size_t nwords, size_t first, size_t count, size_t* complexity) {
+    load(words, nwords, first, count);
+    std::fill(c_.begin(), c_.end(), 0);
+    std::fill(bs_buf_.begin(), bs_buf_.end(), 0);
+    size_t base = M_ + 1;          // Bs coefficient i lives at bs_buf_[base + i]
+    c_[0] = ~uint64_t{0};          // C = 1
+    bs_buf_[base + 1] = ~uint64_t{0};  // B = 1, m = -1: Bs = x
+    // The lanes' lengths L are bit-sliced too: bit q of every lane's L in length_[q]. So
+    // a step's length changes, which lanes may change (2L <= N), and the shortest and
+    // longest length are each one pass over a few words, however many lanes change.
+    uint64_t length[kMaxPlanes] = {};
+    size_t lmin = 0, lmax = 0;
+    uint64_t* const c = c_.data();
+    for (size_t N = 0; N < M_; ++N) {
+      // d_lane = sum_{i=0..L} C_i s_{N-i}; seq_[M-1-j] holds s_j, so s_{N-i} = r[i].
+      const uint64_t* const r = seq_.data() + (M_ - 1 - N);
+      uint64_t d0 = 0, d1 = 0;
+      size_t i = 0;
+      for (; i + 1 <= lmax; i += 2) {
+        d0 ^= c[i] & r[i];
+        d1 ^= c[i + 1] & r[i + 1];
+      }
+      if (i <= lmax) d0 ^= c[i] & r[i];
+      const uint64_t d = d0 ^ d1;
+      // Degrees that can be non-zero: C up to L, Bs up to N + 1 - L (per lane).
+      const size_t hi = std::max(lmax, N + 1 - lmin);
+      // A lane's length changes, to N + 1 - L, where d = 1 and 2L <= N (the reference's
+      // L <= N/2).
+      const uint64_t grow = d & at_most(length, N / 2);
+      if (grow != 0) {
+        subtract_from(length, N + 1, grow);
+        lmax = std::max(lmax, extreme<true>(length, grow));
+        lmin = extreme<false>(length, ~uint64_t{0});
+      }
+      uint64_t* const bs = bs_buf_.data() + base;
+      for (size_t k = 0; k <= hi; ++k) {
+        const uint64_t old_c = c[k];
+        c[k] = old_c ^ (d & bs[k]);
+        bs[k] = (grow & old_c) | (~grow & bs[k]);  // on a length change B = old C, m = N
+      }
+      --base;  // Bs *= x
+      bs_buf_[base] = 0;
+    }
+    for (size_t b = 0; b < count; ++b) {
+      size_t L = 0;
+      for (unsigned q = 0; q < planes_; ++q) L |= static_cast<size_t>((length[q] >> (63 - b)) & 1) << q;
+      complexity[b] = L;
+    }
+  }
+
+ private:
+  static constexpr unsigned kMaxPlanes = 64;
+
+  // Lanes whose length is at most `bound`: the comparison done bit-sliced, high bit first.
+  uint64_t at_most(const uint64_t* length, size_t bound) const {
+    uint64_t less = 0, equal = ~uint64_t{0};
+    for (unsigned q = planes_; q-- > 0;) {
+      const uint64_t bound_bit = uint64_t{0} - ((bound >> q) & 1);
+      less |= equal & bound_bit & ~length[q];
+      equal &= ~(length[q] ^ bound_bit);
+    }
+    return less | equal;
+  }
+
+  // L = k - L in the lanes of `lanes` (k >= L there): a bit-sliced ripple subtraction.
+  void subtract_from(uint64_t* length, size_t k, uint64_t lanes) const {
+    uint64_t borrow = 0;
+    for (unsigned q = 0; q < planes_; ++q) {
+      const uint64_t k_bit = uint64_t{0} - ((k >> q) & 1);
+      const uint64_t l = length[q];
+      const uint64_t difference = l ^ borrow ^ k_bit;
+      borrow = (l & borrow) | (~k_bit & (l | borrow));
+      length[q] = (lanes & difference) | (~lanes & l);
+    }
+  }
+
+  // The largest (kMax) or smallest length among the lanes of `lanes` (not empty), high
+  // bit first: keep the lanes that have the wanted bit, where any do.
+  template <bool kMax>
+  size_t extreme(const uint64_t* length, uint64_t lanes) const {
+    size_t value = 0;
+    for (unsigned q = planes_; q-- > 0;) {
+      const uint64_t with_bit = lanes & (kMax ? length[q] : ~length[q]);
+      const uint64_t found = uint64_t{0} - static_cast<uint64_t>(with_bit != 0);
+      lanes = (with_bit & found) | (lanes & ~found);
+      value |= static_cast<size_t>(kMax ? found & 1 : ~found & 1) << q;
+    }
+    return value;
+  }
+
+  // seq_[M - 1 - j] = bit j of every block (block b in lane b); lanes past `count`
+  // repeat block `first` so that they behave like real data (their results are unused).
+  void load(const uint64_t* words, size_t nwords, size_t first, size_t count) {
+    uint64_t rows[64];
+    for (size_t j0 = 0; j0 < M_; j0 += 64) {
+      for (size_t b = 0; b < 64; ++b) rows[b] = detail::bits_at(words, nwords, (first + (b < count ? b : 0)) * M_ + j0);
+      transpose64(rows);
+      const size_t take = std::min<size_t>(64, M_ - j0);
+      for (size_t t = 0; t < take; ++t) seq_[M_ - 1 - (j0 + t)] = rows[t];
+    }
+  }
+
+  size_t M_;
+  unsigned planes_;  // bits of a length (lengths are at most M)
+  std::vector<uint64_t> seq_, c_, bs_buf_;
+};
+
+// The linear complexity of each of the N = floor(n / M) blocks of M bits of `bits` into
+// complexity[0 .. N).
+void linear_complexities_into(const Bits& bits, size_t M, size_t* complexity) {
+  const size_t N = bits.n / M;
+  SlicedBerlekampMassey bm(M);
+  for (size_t first = 0; first < N; first += 64) {
+    bm.run(bits.words.data(), bits.words.size(), first, std::min<size_t>(64, N - first), complexity + first);
+  }
+}
+
+}  // namespace
+}  // namespace qe::sts
