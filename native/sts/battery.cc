@@ -385,8 +385,7 @@ BatteryResult run_battery(const uint8_t* data, size_t nbits, const BatteryOption
   std::vector<std::atomic<size_t>> tests_left(split_tests ? m : 0);
   for (auto& left : tests_left) left.store(ntests);
 
-  auto run_one = [&](size_t s, size_t ti, const Bits& bits) {
-    TestResult r = run_test(result.tests[ti], bits, options.params);
+  auto store = [&](size_t s, size_t ti, TestResult r) {
     const size_t want = ti + 1 < ntests ? first_column[ti + 1] - first_column[ti] : ncols - first_column[ti];
     if (!r.p_values.empty() && r.p_values.size() != want)
       throw std::logic_error(std::string("sts: ") + kTestNames[static_cast<int>(result.tests[ti])] + " returned " +
@@ -394,6 +393,27 @@ BatteryResult run_battery(const uint8_t* data, size_t nbits, const BatteryOption
     double* row = result.p_values.data() + s * ncols + first_column[ti];
     for (size_t k = 0; k < r.p_values.size(); ++k) row[k] = r.p_values[k];
     result.notes[s][ti] = std::move(r.note);
+  };
+  auto run_one = [&](size_t s, size_t ti, const Bits& bits) { store(s, ti, run_test(result.tests[ti], bits, options.params)); };
+  // Serial and approximate entropy share one pass over a sequence's windows when a worker
+  // runs both on it.
+  const auto position = [&](TestId id) {
+    return static_cast<size_t>(std::find(result.tests.begin(), result.tests.end(), id) - result.tests.begin());
+  };
+  const size_t serial_at = position(TestId::serial);
+  const size_t apen_at = position(TestId::approximate_entropy);
+  const bool share_windows = serial_at < ntests && apen_at < ntests;
+  auto run_sequence = [&](size_t s, const Bits& bits) {
+    for (size_t ti = 0; ti < ntests && !stop.load(std::memory_order_relaxed); ++ti) {
+      if (share_windows && ti == std::min(serial_at, apen_at)) {
+        SerialAndApproximateEntropy both = serial_and_approximate_entropy(
+            bits, options.params.serial_m, options.params.approximate_entropy_m);
+        store(s, serial_at, std::move(both.serial));
+        store(s, apen_at, std::move(both.approximate_entropy));
+      } else if (!share_windows || ti != std::max(serial_at, apen_at)) {
+        run_one(s, ti, bits);
+      }
+    }
   };
   auto sequence_done = [&] {
     std::lock_guard<std::mutex> lock(progress_mutex);
@@ -417,7 +437,7 @@ BatteryResult run_battery(const uint8_t* data, size_t nbits, const BatteryOption
         } else {
           const Bits bits = extract_bits(data, item * n, n);
           if (options.repetition_check) result.fingerprints[item] = fingerprint(bits);
-          for (size_t ti = 0; ti < ntests && !stop.load(std::memory_order_relaxed); ++ti) run_one(item, ti, bits);
+          run_sequence(item, bits);
           sequence_done();
         }
       }

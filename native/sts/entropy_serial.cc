@@ -70,6 +70,15 @@ std::vector<uint32_t> shorter_counts(const std::vector<uint32_t>& hist) {
   return out;
 }
 
+// Counts of cyclic k-bit windows from those of from_k-bit windows (k <= from_k): a k-bit
+// window is the prefix of the from_k-bit window at the same position.
+std::vector<uint32_t> marginal_counts(const std::vector<uint32_t>& hist, int from_k, int k) {
+  const unsigned drop = static_cast<unsigned>(from_k - k);
+  std::vector<uint32_t> out(size_t{1} << k, 0);
+  for (size_t v = 0; v < hist.size(); ++v) out[v >> drop] += hist[v];
+  return out;
+}
+
 // The reference's ApEn phi term: sum over patterns (in increasing order) of
 // P log(P / n), divided by n.
 double apen_phi(const std::vector<uint32_t>& hist, double n) {
@@ -88,19 +97,8 @@ double psi2(const std::vector<uint32_t>& hist, int k, size_t n) {
   return static_cast<double>(squares) * std::pow(2.0, k) / static_cast<double>(n) - static_cast<double>(n);
 }
 
-}  // namespace
-
-TestResult approximate_entropy(const Bits& bits, int m) {
-  const size_t n = bits.n;
-  if (n == 0) return TestResult::not_applicable(1, "approximate entropy: empty sequence");
-  if (m < 0 || !window_fits(m + 1, n)) {
-    return TestResult::not_applicable(1, "approximate entropy: block length m = " + std::to_string(m) +
-                                 " is outside 0..log2(n)+1 for n = " + std::to_string(n) +
-                                 " (NIST recommends m < log2(n) - 5)");
-  }
-  // NIST recommends m < floor(log2(n)) - 5; like the reference we still compute the
-  // P-value beyond that (the reference only prints a warning).
-  const std::vector<uint32_t> longer = cyclic_window_counts(bits, m + 1);
+// The two tests from their window counts (ApEn: (m+1)-bit windows; serial: m-bit).
+TestResult approximate_entropy_from_counts(const std::vector<uint32_t>& longer, int m, size_t n) {
   const double dn = static_cast<double>(n);
   const double phi_m1 = apen_phi(longer, dn);
   const double phi_m = m == 0 ? 0.0 : apen_phi(shorter_counts(longer), dn);
@@ -111,14 +109,7 @@ TestResult approximate_entropy(const Bits& bits, int m) {
   return result;
 }
 
-TestResult serial(const Bits& bits, int m) {
-  const size_t n = bits.n;
-  if (n == 0) return TestResult::not_applicable(2, "serial: empty sequence");
-  if (m < 1 || !window_fits(m, n)) {
-    return TestResult::not_applicable(2, "serial: block length m = " + std::to_string(m) + " is outside 1..log2(n)+2 for n = " +
-                                 std::to_string(n) + " (NIST recommends m < floor(log2(n)) - 2)");
-  }
-  const std::vector<uint32_t> h0 = cyclic_window_counts(bits, m);
+TestResult serial_from_counts(const std::vector<uint32_t>& h0, int m, size_t n) {
   const std::vector<uint32_t> h1 = m >= 2 ? shorter_counts(h0) : std::vector<uint32_t>{};
   const std::vector<uint32_t> h2 = m >= 3 ? shorter_counts(h1) : std::vector<uint32_t>{};
   const double psim0 = psi2(h0, m, n);
@@ -130,6 +121,54 @@ TestResult serial(const Bits& bits, int m) {
   result.p_values.push_back(reference_igamc(std::pow(2.0, m - 1) / 2, del1 / 2.0));
   result.p_values.push_back(reference_igamc(std::pow(2.0, m - 2) / 2, del2 / 2.0));
   return result;
+}
+
+bool approximate_entropy_applies(int m, size_t n) { return n > 0 && m >= 0 && window_fits(m + 1, n); }
+bool serial_applies(int m, size_t n) { return n > 0 && m >= 1 && window_fits(m, n); }
+
+}  // namespace
+
+TestResult approximate_entropy(const Bits& bits, int m) {
+  const size_t n = bits.n;
+  if (n == 0) return TestResult::not_applicable(1, "approximate entropy: empty sequence");
+  if (!approximate_entropy_applies(m, n)) {
+    return TestResult::not_applicable(1, "approximate entropy: block length m = " + std::to_string(m) +
+                                 " is outside 0..log2(n)+1 for n = " + std::to_string(n) +
+                                 " (NIST recommends m < log2(n) - 5)");
+  }
+  // NIST recommends m < floor(log2(n)) - 5; like the reference we still compute the
+  // P-value beyond that (the reference only prints a warning).
+  return approximate_entropy_from_counts(cyclic_window_counts(bits, m + 1), m, n);
+}
+
+TestResult serial(const Bits& bits, int m) {
+  const size_t n = bits.n;
+  if (n == 0) return TestResult::not_applicable(2, "serial: empty sequence");
+  if (!serial_applies(m, n)) {
+    return TestResult::not_applicable(2, "serial: block length m = " + std::to_string(m) + " is outside 1..log2(n)+2 for n = " +
+                                 std::to_string(n) + " (NIST recommends m < floor(log2(n)) - 2)");
+  }
+  return serial_from_counts(cyclic_window_counts(bits, m), m, n);
+}
+
+SerialAndApproximateEntropy serial_and_approximate_entropy(const Bits& bits, int serial_m, int approximate_entropy_m) {
+  const size_t n = bits.n;
+  if (!serial_applies(serial_m, n) || !approximate_entropy_applies(approximate_entropy_m, n)) {
+    return {serial(bits, serial_m), approximate_entropy(bits, approximate_entropy_m)};
+  }
+  // Both window lengths fit, so the longer one does: count it once, and each test takes
+  // the marginal counts it needs (the same integers its own pass would count).
+  const int apen_k = approximate_entropy_m + 1;
+  const int k = std::max(serial_m, apen_k);
+  const std::vector<uint32_t> longest = cyclic_window_counts(bits, k);
+  const auto counts_for = [&](int want, std::vector<uint32_t>& storage) -> const std::vector<uint32_t>& {
+    if (want == k) return longest;
+    storage = marginal_counts(longest, k, want);
+    return storage;
+  };
+  std::vector<uint32_t> serial_storage, apen_storage;
+  return {serial_from_counts(counts_for(serial_m, serial_storage), serial_m, n),
+          approximate_entropy_from_counts(counts_for(apen_k, apen_storage), approximate_entropy_m, n)};
 }
 
 }  // namespace qe::sts

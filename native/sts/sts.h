@@ -93,6 +93,15 @@ TestResult random_excursions_variant(const Bits& bits);  // x = -9..-1, 1..9
 TestResult serial(const Bits& bits, int m);              // [P-value1 (del psi^2), P-value2 (del^2 psi^2)]
 TestResult linear_complexity(const Bits& bits, int M);
 
+// Serial and approximate entropy on one sequence, with one pass over its windows (both
+// count cyclic windows; each takes the marginal counts of the longer one): the same
+// results as serial(bits, serial_m) and approximate_entropy(bits, approximate_entropy_m).
+struct SerialAndApproximateEntropy {
+  TestResult serial;
+  TestResult approximate_entropy;
+};
+SerialAndApproximateEntropy serial_and_approximate_entropy(const Bits& bits, int serial_m, int approximate_entropy_m);
+
 // Runs one test with its parameters from `params`.
 TestResult run_test(TestId id, const Bits& bits, const Params& params);
 

@@ -423,6 +423,35 @@ QE_TEST(random_excursions_not_applicable_with_412_cycles) {
   CHECK(v.note.find("J = 412") != std::string::npos);
 }
 
+// ---- serial and approximate entropy from one pass ----
+
+QE_TEST(serial_and_approximate_entropy_together_equal_each_alone) {
+  // Either window length may be the longer, equal lengths, m at the low ends, lengths
+  // that do not fit n (each test then says so alone), on sequences of several lengths.
+  const std::pair<int, int> params[] = {{16, 10}, {5, 10}, {11, 10}, {10, 10}, {3, 0}, {1, 0},
+                                        {2, 1},   {20, 3}, {3, 20}, {0, 2},   {4, -1}};
+  for (const size_t n : {size_t{999989}, size_t{100003}, size_t{1000}, size_t{37}}) {
+    const Bits b = slice(e_bits(), 11, n);
+    for (const auto& [serial_m, apen_m] : params) {
+      const qe::sts::SerialAndApproximateEntropy both = qe::sts::serial_and_approximate_entropy(b, serial_m, apen_m);
+      const TestResult s = serial(b, serial_m);
+      const TestResult a = approximate_entropy(b, apen_m);
+      const std::string where =
+          " (n " + std::to_string(n) + ", serial m " + std::to_string(serial_m) + ", apen m " + std::to_string(apen_m) + ")";
+      const auto identical = [](const TestResult& x, const TestResult& y) {
+        if (x.p_values.size() != y.p_values.size() || x.note != y.note) return false;
+        for (size_t i = 0; i < x.p_values.size(); ++i) {
+          const bool both_nan = std::isnan(x.p_values[i]) && std::isnan(y.p_values[i]);
+          if (!both_nan && x.p_values[i] != y.p_values[i]) return false;
+        }
+        return true;
+      };
+      if (!identical(both.serial, s)) qe::check::fail(__FILE__, __LINE__, "serial differs" + where);
+      if (!identical(both.approximate_entropy, a)) qe::check::fail(__FILE__, __LINE__, "approximate entropy differs" + where);
+    }
+  }
+}
+
 // ---- linear complexity ----
 
 QE_TEST(linear_complexity_matches_reference) {
