@@ -40,13 +40,11 @@ bool use_fma_path() {
   return fma;
 }
 
-// |F_k|^2 for k < floor(n/2), by the fastest transform this CPU runs.
-void half_squared_moduli(const Bits& bits, double* out) {
-  if (use_fma_path()) {
-    detail::half_squared_moduli_fma(bits, out);
-  } else {
-    half_squared_moduli_into(bits, out);
-  }
+// How many k in 1 .. floor(n/2) - 1 have |F_k|^2 < bound, by the fastest transform this
+// CPU runs.
+size_t fastest_count_below(const Bits& bits, double bound) {
+  return use_fma_path() ? detail::count_squared_moduli_below_fma(bits, bound)
+                        : detail::count_squared_moduli_below_portable(bits, bound);
 }
 
 }  // namespace
@@ -54,10 +52,17 @@ void half_squared_moduli(const Bits& bits, double* out) {
 namespace detail {
 
 void half_squared_moduli_portable(const Bits& bits, double* out) { half_squared_moduli_into(bits, out); }
+size_t count_squared_moduli_below_portable(const Bits& bits, double bound) {
+  return count_squared_moduli_below(bits, bound);
+}
 
 std::vector<double> dft_half_moduli(const Bits& bits) {
   std::vector<double> moduli(bits.n / 2);
-  half_squared_moduli(bits, moduli.data());
+  if (use_fma_path()) {
+    half_squared_moduli_fma(bits, moduli.data());
+  } else {
+    half_squared_moduli_portable(bits, moduli.data());
+  }
   for (double& m : moduli) m = std::sqrt(m);
   return moduli;
 }
@@ -67,18 +72,13 @@ std::vector<double> dft_half_moduli(const Bits& bits) {
 TestResult fft(const Bits& bits) {
   const size_t n = bits.n;
   if (n == 0) return TestResult::not_applicable(1, "empty sequence (n = 0)");
-  // The buffer is kept per thread (a fresh 4 MB vector per call costs more in page
-  // faults than the transform's own arithmetic).
-  thread_local std::vector<double> squared;
-  squared.resize(n / 2);
-  half_squared_moduli(bits, squared.data());
   const double nd = static_cast<double>(n);
   // m_k < sqrt(2.995732274 n) is decided as m_k^2 < 2.995732274 n (no square roots).
   const double bound_squared = 2.995732274 * nd;
   // Index 0 is |sum x_j|, an integer: take it exactly rather than from the transform.
   const double dc = 2.0 * static_cast<double>(detail::count_ones(bits, 0, n)) - nd;
-  size_t count = squared.empty() ? 0 : (dc * dc < bound_squared);
-  for (size_t k = 1; k < squared.size(); ++k) count += squared[k] < bound_squared;
+  size_t count = n / 2 == 0 ? 0 : (dc * dc < bound_squared);
+  if (n / 2 > 1) count += fastest_count_below(bits, bound_squared);
   const double N_l = static_cast<double>(count);
   const double N_o = 0.95 * nd / 2.0;
   const double d = (N_l - N_o) / std::sqrt(nd / 4.0 * 0.95 * 0.05);

@@ -16,6 +16,10 @@ std::vector<double> dft_half_moduli(const Bits& bits);
 // picks the faster; the unit tests check each.
 void half_squared_moduli_portable(const Bits& bits, double* out);
 void half_squared_moduli_fma(const Bits& bits, double* out);
+// How many k in 1 .. floor(n/2) - 1 have |F_k|^2 < bound: the spectral test's count
+// (index 0 is the caller's), without storing the values, by the same two builds.
+size_t count_squared_moduli_below_portable(const Bits& bits, double bound);
+size_t count_squared_moduli_below_fma(const Bits& bits, double bound);
 bool fma_fft_available();  // false where the compiler could not build the FMA copy
 
 }  // namespace qe::sts::detail

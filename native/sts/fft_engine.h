@@ -607,15 +607,33 @@ Workspace& workspace_for(size_t n) {
   return ws;
 }
 
+// Where |F_k|^2 goes: an array, or a count of the values below a bound (the spectral
+// test needs only that count, so it need not write 4 MB and read it back).
+struct ArraySink {
+  double* out;
+  void put(size_t k, double m2) { out[k] = m2; }
+  void put4(size_t k, V4 m2) { std::memcpy(out + k, &m2, sizeof m2); }  // k .. k + 3
+};
+
+struct CountBelowSink {  // index 0 is left out: the caller takes it exactly
+  double bound;
+  size_t count = 0;
+  typedef int64_t I4 __attribute__((vector_size(32)));
+  I4 lanes{0, 0, 0, 0};  // minus the count so far, per lane (a true comparison is -1)
+  void put(size_t k, double m2) { count += k != 0 && m2 < bound; }
+  void put4(size_t, V4 m2) { lanes += (m2 < bound); }
+  size_t total() const { return count + static_cast<size_t>(-(lanes[0] + lanes[1] + lanes[2] + lanes[3])); }
+};
+
 // The even-n split step for the columns k (and N - k) of one Cx, or of four Cx4 side by
-// side (k .. k + 3 and N - k - 3 .. N - k, the latter loaded and stored lane-reversed).
+// side (k .. k + 3 and N - k - 3 .. N - k, the latter loaded and put lane-reversed).
 //
 // E_k = (Z_k + conj Z_{N-k}) / 2 and O_k = (Z_k - conj Z_{N-k}) / 2i are the transforms of
 // the even and odd samples; F_k = E_k + w^k O_k, and, because E and O are transforms of
 // real data and w^(N-k) = -conj(w^k), F_{N-k} = conj(E_k - w^k O_k). So one twiddle serves
-// k and N - k. F_{N-k} is stored after F_k, so at k = N/2 (where both name one value)
-// the second formula's rounding is the one kept, in either width.
-inline void split_one(const double* Zr, const double* Zi, size_t N, size_t k, Cx w, double* out) {
+// k and N - k. At k = N/2 (N even) both name one value: only the second is put.
+template <typename Sink>
+void split_one(const double* Zr, const double* Zi, size_t N, size_t k, Cx w, Sink& sink) {
   Cx zk, zc;
   load(Zr, Zi, k, zk);
   load(Zr, Zi, N - k, zc);
@@ -625,11 +643,12 @@ inline void split_one(const double* Zr, const double* Zi, size_t N, size_t k, Cx
   const Cx t = w * odd_part;
   const Cx f = even_part + t;
   const Cx g = even_part - t;
-  out[k] = f.re * f.re + f.im * f.im;
-  out[N - k] = g.re * g.re + g.im * g.im;
+  if (2 * k != N) sink.put(k, f.re * f.re + f.im * f.im);
+  sink.put(N - k, g.re * g.re + g.im * g.im);
 }
 
-inline void split_four(const double* Zr, const double* Zi, size_t N, size_t k, Cx4 w, double* out) {
+template <typename Sink>
+void split_four(const double* Zr, const double* Zi, size_t N, size_t k, Cx4 w, Sink& sink) {
   Cx4 zk, zc;
   load(Zr, Zi, k, zk);
   load(Zr, Zi, N - k - 3, zc);
@@ -639,14 +658,13 @@ inline void split_four(const double* Zr, const double* Zi, size_t N, size_t k, C
   const Cx4 t = w * odd_part;
   const Cx4 f = even_part + t;
   const Cx4 g = even_part - t;
-  const V4 f2 = f.re * f.re + f.im * f.im;
-  const V4 g2 = reversed(g.re * g.re + g.im * g.im);
-  std::memcpy(out + k, &f2, sizeof f2);
-  std::memcpy(out + N - k - 3, &g2, sizeof g2);
+  sink.put4(k, f.re * f.re + f.im * f.im);
+  sink.put4(N - k - 3, reversed(g.re * g.re + g.im * g.im));
 }
 
-// |F_k|^2 for k < floor(n/2) into out[] (which must hold that many values).
-void half_squared_moduli_into(const Bits& bits, double* out) {
+// |F_k|^2 for k < floor(n/2), each into the sink once.
+template <typename Sink>
+void half_squared_moduli(const Bits& bits, Sink& sink) {
   const size_t n = bits.n;
   const size_t half = n / 2;
   if (n < 2) return;
@@ -663,17 +681,31 @@ void half_squared_moduli_into(const Bits& bits, double* out) {
       ws.fft->forward(BitPairSource{w}, re, im);
     }
     const RootTable& roots = *ws.split_roots;
-    out[0] = (re[0] + im[0]) * (re[0] + im[0]);  // F_0 = E_0 + O_0 = re + im
+    sink.put(0, (re[0] + im[0]) * (re[0] + im[0]));  // F_0 = E_0 + O_0 = re + im
     // Columns 1 .. N/2: singly up to the first multiple of 4 (where the root table's
-    // four-wide look-up starts), then four at a time, then singly again.
+    // four-wide look-up starts), then four at a time while no lane reaches N/2, then
+    // singly again.
     size_t k = 1;
-    for (; k <= N / 2 && k < 4; ++k) split_one(re, im, N, k, roots(k), out);
-    for (; k + 3 <= N / 2; k += 4) split_four(re, im, N, k, roots.four(k), out);
-    for (; k <= N / 2; ++k) split_one(re, im, N, k, roots(k), out);
+    for (; k <= N / 2 && k < 4; ++k) split_one(re, im, N, k, roots(k), sink);
+    for (; 2 * (k + 3) < N; k += 4) split_four(re, im, N, k, roots.four(k), sink);
+    for (; k <= N / 2; ++k) split_one(re, im, N, k, roots(k), sink);
   } else {
     ws.fft->forward(BitSource{w}, re, im);
-    for (size_t k = 0; k < half; ++k) out[k] = re[k] * re[k] + im[k] * im[k];
+    for (size_t k = 0; k < half; ++k) sink.put(k, re[k] * re[k] + im[k] * im[k]);
   }
+}
+
+// |F_k|^2 for k < floor(n/2) into out[] (which must hold that many values).
+void half_squared_moduli_into(const Bits& bits, double* out) {
+  ArraySink sink{out};
+  half_squared_moduli(bits, sink);
+}
+
+// How many k in 1 .. floor(n/2) - 1 have |F_k|^2 < bound.
+size_t count_squared_moduli_below(const Bits& bits, double bound) {
+  CountBelowSink sink{bound};
+  half_squared_moduli(bits, sink);
+  return sink.total();
 }
 
 }  // namespace

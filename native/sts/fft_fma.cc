@@ -24,6 +24,7 @@
 
 namespace qe::sts::detail {
 void half_squared_moduli_fma(const Bits& bits, double* out) { half_squared_moduli_into(bits, out); }
+size_t count_squared_moduli_below_fma(const Bits& bits, double bound) { return count_squared_moduli_below(bits, bound); }
 }  // namespace qe::sts::detail
 #pragma GCC pop_options
 #endif
@@ -35,6 +36,9 @@ bool fma_fft_available() { return true; }
 #else
 bool fma_fft_available() { return false; }
 void half_squared_moduli_fma(const Bits& bits, double* out) { half_squared_moduli_portable(bits, out); }
+size_t count_squared_moduli_below_fma(const Bits& bits, double bound) {
+  return count_squared_moduli_below_portable(bits, bound);
+}
 #endif
 
 }  // namespace qe::sts::detail

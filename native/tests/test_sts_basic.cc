@@ -442,6 +442,33 @@ QE_TEST(spectral_count_is_the_same_on_both_fft_builds_for_every_shared_vector) {
     }
     CHECK_EQ(below_portable, below_fma);
     CHECK(closest > 1e-12);  // far above either transform's rounding error
+    // The test itself counts without storing the moduli: the same count in each build.
+    CHECK_EQ(qe::sts::detail::count_squared_moduli_below_portable(b, bound), below_portable);
+    CHECK_EQ(qe::sts::detail::count_squared_moduli_below_fma(b, bound), below_fma);
+  }
+}
+
+QE_TEST(spectral_count_without_stored_moduli_equals_count_of_stored_ones) {
+  // Every length class (even/odd, radix-4 leaves or not, Bluestein, the middle column
+  // k = n/4 falling in a four-wide step or not), bounds across the range of the moduli.
+  std::vector<size_t> lengths;
+  for (size_t n = 2; n <= 80; ++n) lengths.push_back(n);
+  for (const size_t n : {4096, 4097, 4104, 4106, 2 * 4099, 100003, 200000}) lengths.push_back(n);
+  for (const size_t len : lengths) {
+    const Bits b = slice(e_bits(), 7, len);
+    std::vector<double> portable(len / 2), fma(len / 2);
+    qe::sts::detail::half_squared_moduli_portable(b, portable.data());
+    qe::sts::detail::half_squared_moduli_fma(b, fma.data());
+    for (const double factor : {0.5, 2.995732274, 8.0}) {
+      const double bound = factor * static_cast<double>(len);
+      size_t want_portable = 0, want_fma = 0;
+      for (size_t k = 1; k < portable.size(); ++k) want_portable += portable[k] < bound, want_fma += fma[k] < bound;
+      if (qe::sts::detail::count_squared_moduli_below_portable(b, bound) != want_portable ||
+          qe::sts::detail::count_squared_moduli_below_fma(b, bound) != want_fma) {
+        qe::check::fail(__FILE__, __LINE__, "n = " + std::to_string(len) + ", bound " + qe::check::show(bound));
+        return;
+      }
+    }
   }
 }
 
