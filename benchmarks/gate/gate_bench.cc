@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bitsliced_bm/bitsliced_bm.h"
 #include "health/berlekamp_massey.h"
 #include "health/fips140.h"
 #include "health/gate.h"
@@ -46,9 +47,9 @@ double rate(size_t bytes, const std::function<void()>& run, int rounds = 3) {
 
 void row(const char* name, double plain, double vector) {
   if (plain > 0)
-    std::printf("%-34s %10.1f %10.1f %7.1fx\n", name, plain, vector, vector / plain);
+    std::printf("%-38s %10.1f %10.1f %7.1fx\n", name, plain, vector, vector / plain);
   else
-    std::printf("%-34s %10s %10.1f\n", name, "", vector);
+    std::printf("%-38s %10s %10.1f\n", name, "", vector);
 }
 
 // rngtest (rng-tools) on the same bytes: its own "FIPS tests speed" line (avg, Mibit/s,
@@ -120,7 +121,7 @@ int main(int argc, char** argv) {
   const size_t fips_bytes = data.size() / qe::fips140::kBlockBytes * qe::fips140::kBlockBytes;
   std::printf("health gate benchmark: %zu MiB of /dev/urandom, 1,024-byte blocks; MB/s of CPU time, best of 3\n", mib);
   std::printf("Berlekamp-Massey kernel: %s\n\n", qe::bm::kernel_name(qe::bm::Kernel::Best));
-  std::printf("%-34s %10s %10s %8s\n", "test", "plain", "vector", "ratio");
+  std::printf("%-38s %10s %10s %8s\n", "test", "plain", "vector", "ratio");
 
   std::vector<uint8_t> copy(data.size());
   row("memcpy (ceiling)", 0, rate(data.size(), [&] { std::memcpy(copy.data(), data.data(), data.size()); }));
@@ -147,6 +148,21 @@ int main(int argc, char** argv) {
   if (qe::bm::kernel_available(qe::bm::Kernel::Avx512))
     row("Berlekamp-Massey 1,280 bits, AVX-512", bm_plain, bm(qe::bm::Kernel::Avx512));
 
+  // 64 blocks side by side (what the gate runs on a batch of 28 or more blocks): the
+  // portable build against the vector ones.
+  auto sliced = [&](qe::bitsliced_bm::Build build) {
+    std::vector<size_t> complexity(blocks);
+    return rate(data.size(), [&] {
+      qe::bitsliced_bm::linear_complexities(qe::bitsliced_bm::ByteStream{data.data(), data.size()}, 0, 8192, 1280,
+                                            blocks, complexity.data(), build);
+    });
+  };
+  const double sliced_plain = sliced(qe::bitsliced_bm::Build::Portable);
+  if (qe::bitsliced_bm::available(qe::bitsliced_bm::Build::Avx2))
+    row("Berlekamp-Massey 1,280 bits, sliced, AVX2", sliced_plain, sliced(qe::bitsliced_bm::Build::Avx2));
+  if (qe::bitsliced_bm::available(qe::bitsliced_bm::Build::Avx512))
+    row("Berlekamp-Massey 1,280 bits, sliced, AVX-512", sliced_plain, sliced(qe::bitsliced_bm::Build::Avx512));
+
   auto pattern = [&](qe::bm::Kernel k, size_t linear_bits) {
     qe::pattern::Config pc;
     pc.linear_bits = linear_bits;
@@ -156,7 +172,19 @@ int main(int argc, char** argv) {
     });
   };
   row("pattern: repeats only", pattern(qe::bm::Kernel::Portable, 0), pattern(qe::bm::Kernel::Best, 0));
-  row("pattern: repeats + linear", pattern(qe::bm::Kernel::Portable, 1280), pattern(qe::bm::Kernel::Best, 1280));
+  row("pattern: repeats + linear, 1 block", pattern(qe::bm::Kernel::Portable, 1280),
+      pattern(qe::bm::Kernel::Best, 1280));
+  // As the gate calls it: 64 KiB at a time (a source's read), so the linear complexities
+  // run bit-sliced.
+  auto pattern_batched = [&](qe::bm::Kernel k) {
+    std::vector<qe::pattern::BlockReport> reports(64);
+    return rate(data.size(), [&] {
+      qe::pattern::Tester t({}, k);
+      for (size_t b = 0; b + 64 <= blocks; b += 64) t.test_blocks(data.data() + b * 1024, 1024, 64, reports.data());
+    });
+  };
+  row("pattern: repeats + linear, 64 blocks", pattern_batched(qe::bm::Kernel::Portable),
+      pattern_batched(qe::bm::Kernel::Best));
 
   auto fips = [&](bool fast) {
     return rate(fips_bytes, [&] {
@@ -190,8 +218,8 @@ int main(int argc, char** argv) {
   if (own < 0 && process < 0) {
     std::printf("rngtest: not run (set RNGTEST to its path)\n");
   } else {
-    std::printf("%-34s %10s %10.1f   (its own \"FIPS tests speed\" avg)\n", "rngtest FIPS 140-2", "", own);
-    std::printf("%-34s %10s %10.1f   (bytes per CPU second of the process)\n", "rngtest FIPS 140-2, whole process", "",
+    std::printf("%-38s %10s %10.1f   (its own \"FIPS tests speed\" avg)\n", "rngtest FIPS 140-2", "", own);
+    std::printf("%-38s %10s %10.1f   (bytes per CPU second of the process)\n", "rngtest FIPS 140-2, whole process", "",
                 process);
     if (own > 0) std::printf("our FIPS 140-2 / rngtest's: %.1fx\n", fips_fast / own);
   }

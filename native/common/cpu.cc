@@ -35,6 +35,9 @@ bool has_fma() { return allowed(Level::avx2) && __builtin_cpu_supports("fma"); }
 bool has_avx512bw() {
   return allowed(Level::avx512) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }
+bool has_avx512vl() {
+  return allowed(Level::avx512) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+}
 bool has_avx512vbmi2() {
   return has_avx512bw() && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
 }
@@ -55,6 +58,7 @@ bool has_rdrand() {
 bool has_avx2() { return false; }
 bool has_fma() { return false; }
 bool has_avx512bw() { return false; }
+bool has_avx512vl() { return false; }
 bool has_avx512vbmi2() { return false; }
 bool has_popcnt() { return false; }
 bool has_ssse3() { return false; }
@@ -71,6 +75,7 @@ std::vector<std::string> feature_names() {
   if (has_avx2()) names.emplace_back("avx2");
   if (has_fma()) names.emplace_back("fma");
   if (has_avx512bw()) names.emplace_back("avx512bw");
+  if (has_avx512vl()) names.emplace_back("avx512vl");
   if (has_avx512vbmi2()) names.emplace_back("avx512vbmi2");
   if (has_rdrand()) names.emplace_back("rdrand");
   if (has_rdseed()) names.emplace_back("rdseed");

@@ -38,6 +38,7 @@ class Gate {
  private:
   health::Tester health_;
   pattern::Tester pattern_;
+  std::vector<pattern::BlockReport> patterns_;  // test()'s working memory
   bool have_previous_ = false;
   uint8_t previous_[kBlockBytes] = {};
 };

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "bitsliced_bm/bitsliced_bm.h"
 #include "health/berlekamp_massey.h"
 
 namespace qe::pattern {
@@ -69,10 +70,18 @@ class Tester {
   explicit Tester(Config config = {}, bm::Kernel kernel = bm::Kernel::Best);
   // `size` must be a multiple of 32 and at least 64 bytes; throws std::invalid_argument.
   BlockReport test_block(const uint8_t* block, size_t size);
+  // The same for `count` consecutive blocks of `size` bytes, in stream order, into
+  // out[0 .. count): the same reports as test_block one by one. Batches of 28 blocks or
+  // more take their linear complexities 64 at a time, bit-sliced (bitsliced_bm.h), at
+  // about 2.3 times the one-at-a-time speed.
+  void test_blocks(const uint8_t* data, size_t size, size_t count, BlockReport* out);
   // Forgets the stream seen so far (after a source was out of service).
   void reset();
 
  private:
+  // The repeat search of test_block: the nearest earlier occurrence, 0 for none. Adds the
+  // block's chunks to the history.
+  size_t repeat_distance(const uint8_t* block, size_t size);
   uint64_t fingerprint(const uint8_t* bytes32) const;
   // fingerprint() of the 32 bytes at each of the first `windows` offsets of `block`.
   void fingerprints(const uint8_t* block, size_t windows, uint64_t* out) const;
@@ -81,6 +90,8 @@ class Tester {
 
   Config config_;
   LinearComplexity linear_;
+  bitsliced_bm::Build sliced_build_;
+  std::vector<size_t> complexities_;  // test_blocks' working memory
   uint64_t key_[4];
   // Fingerprints of the stream's aligned 32-byte chunks, oldest first, as a ring, with
   // an open-addressing table from fingerprint to chunk number for the lookups.

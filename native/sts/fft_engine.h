@@ -18,10 +18,11 @@
 #include "sts/bitwords.h"
 #include "sts/sts.h"
 
-// The 32-byte vectors below are passed by value between functions of this file only
-// (internal linkage, inlined), so the ABI note GCC gives for them without AVX does not
-// apply. GCC reports it at the end of the translation unit, so it stays off to there (the
-// two files that include this header include nothing after it that could be affected).
+// The 32-byte vectors below are returned by value between functions of this file only
+// (internal linkage, inlined), so the ABI warning GCC gives for them without AVX does not
+// apply (arguments go by reference, which keeps its ABI note quiet). GCC reports it at
+// the end of the translation unit, so it stays off to there (the two files that include
+// this header include nothing after it that could be affected).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -45,21 +46,21 @@ using Cx = Complex<double>;
 using Cx4 = Complex<V4>;
 
 template <typename T>
-inline Complex<T> operator+(Complex<T> a, Complex<T> b) { return {a.re + b.re, a.im + b.im}; }
+inline Complex<T> operator+(const Complex<T>& a, const Complex<T>& b) { return {a.re + b.re, a.im + b.im}; }
 template <typename T>
-inline Complex<T> operator-(Complex<T> a, Complex<T> b) { return {a.re - b.re, a.im - b.im}; }
+inline Complex<T> operator-(const Complex<T>& a, const Complex<T>& b) { return {a.re - b.re, a.im - b.im}; }
 template <typename T>
-inline Complex<T> operator*(Complex<T> a, Complex<T> b) {
+inline Complex<T> operator*(const Complex<T>& a, const Complex<T>& b) {
   return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
 }
 template <typename T>
-inline Complex<T> operator*(double s, Complex<T> a) { return {s * a.re, s * a.im}; }
+inline Complex<T> operator*(double s, const Complex<T>& a) { return {s * a.re, s * a.im}; }
 template <typename T>
-inline Complex<T> conj(Complex<T> a) { return {a.re, -a.im}; }
+inline Complex<T> conj(const Complex<T>& a) { return {a.re, -a.im}; }
 template <typename T>
-inline Complex<T> times_minus_i(Complex<T> a) { return {a.im, -a.re}; }  // -i * a
+inline Complex<T> times_minus_i(const Complex<T>& a) { return {a.im, -a.re}; }  // -i * a
 
-inline V4 reversed(V4 v) { return V4{v[3], v[2], v[1], v[0]}; }
+inline V4 reversed(const V4& v) { return V4{v[3], v[2], v[1], v[0]}; }
 inline Cx4 broadcast(Cx a) { return {V4{a.re, a.re, a.re, a.re}, V4{a.im, a.im, a.im, a.im}}; }
 
 // One complex value, or four consecutive ones, at index i of split arrays (re[], im[]).
@@ -612,7 +613,7 @@ Workspace& workspace_for(size_t n) {
 struct ArraySink {
   double* out;
   void put(size_t k, double m2) { out[k] = m2; }
-  void put4(size_t k, V4 m2) { std::memcpy(out + k, &m2, sizeof m2); }  // k .. k + 3
+  void put4(size_t k, const V4& m2) { std::memcpy(out + k, &m2, sizeof m2); }  // k .. k + 3
 };
 
 struct CountBelowSink {  // index 0 is left out: the caller takes it exactly
@@ -621,7 +622,7 @@ struct CountBelowSink {  // index 0 is left out: the caller takes it exactly
   typedef int64_t I4 __attribute__((vector_size(32)));
   I4 lanes{0, 0, 0, 0};  // minus the count so far, per lane (a true comparison is -1)
   void put(size_t k, double m2) { count += k != 0 && m2 < bound; }
-  void put4(size_t, V4 m2) { lanes += (m2 < bound); }
+  void put4(size_t, const V4& m2) { lanes += (m2 < bound); }
   size_t total() const { return count + static_cast<size_t>(-(lanes[0] + lanes[1] + lanes[2] + lanes[3])); }
 };
 
@@ -648,7 +649,7 @@ void split_one(const double* Zr, const double* Zi, size_t N, size_t k, Cx w, Sin
 }
 
 template <typename Sink>
-void split_four(const double* Zr, const double* Zi, size_t N, size_t k, Cx4 w, Sink& sink) {
+void split_four(const double* Zr, const double* Zi, size_t N, size_t k, const Cx4& w, Sink& sink) {
   Cx4 zk, zc;
   load(Zr, Zi, k, zk);
   load(Zr, Zi, N - k - 3, zc);

@@ -2,12 +2,8 @@
 // implementation sts-2.1.2: Berlekamp-Massey on N = floor(n / M) blocks of M bits, the
 // statistic T = (-1)^M (L - mu) + 2/9 in seven classes, chi-square with K = 6.
 //
-// Berlekamp-Massey here is bit-sliced: 64 blocks run side by side, one per bit of a
-// 64-bit word, after a 64x64 bit-matrix transpose of their bits. A polynomial is then
-// an array of words indexed by degree, and each step of the algorithm (discrepancy, the
-// update C += x^(N-m) B, the length change) is a handful of word operations for all 64
-// blocks at once, in branch-free loops the compiler vectorises. About 60x fewer
-// operations per block than the reference's bit-per-byte loops.
+// Berlekamp-Massey runs bit-sliced, 64 blocks side by side (bitsliced_bm/bitsliced_bm.h):
+// about 60x fewer operations per block than the reference's bit-per-byte loops.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -15,9 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu.h"
-#include "sts/linear_complexity_detail.h"
-#include "sts/linear_complexity_engine.h"
+#include "bitsliced_bm/bitsliced_bm.h"
 #include "sts/special.h"
 #include "sts/sts.h"
 
@@ -29,20 +23,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // cephes_igamc as the reference calls it: Q(a, x) with Q = 1 for x <= 0.
 double reference_igamc(double a, double x) { return x <= 0 ? 1.0 : igamc(a, x); }
 
-bool use_avx2_path() {
-  static const bool avx2 = detail::avx2_linear_complexity_available() && cpu::has_avx2();
-  return avx2;
-}
-
 }  // namespace
-
-namespace detail {
-
-void linear_complexities_portable(const Bits& bits, size_t M, size_t* complexity) {
-  linear_complexities_into(bits, M, complexity);
-}
-
-}  // namespace detail
 
 TestResult linear_complexity(const Bits& bits, int M) {
   TestResult result;
@@ -64,11 +45,8 @@ TestResult linear_complexity(const Bits& bits, int M) {
   // from the paper's 0.010417; matched here).
   static constexpr double kPi[K + 1] = {0.01047, 0.03125, 0.12500, 0.50000, 0.25000, 0.06250, 0.020833};
   std::vector<size_t> complexity(N);
-  if (use_avx2_path()) {
-    detail::linear_complexities_avx2(bits, bm, complexity.data());
-  } else {
-    detail::linear_complexities_portable(bits, bm, complexity.data());
-  }
+  bitsliced_bm::linear_complexities(bitsliced_bm::WordStream{bits.words.data(), bits.words.size()}, 0, bm, bm, N,
+                                    complexity.data());
 
   const int sign_mean = (M + 1) % 2 == 0 ? -1 : 1;
   const double mean = M / 2.0 + (9.0 + sign_mean) / 36.0 - 1.0 / std::pow(2.0, M) * (M / 3.0 + 2.0 / 9.0);

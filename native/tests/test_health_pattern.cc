@@ -148,3 +148,51 @@ QE_TEST(rejects_bad_sizes) {
   CHECK_THROWS(std::invalid_argument, t.test_block(b.data(), b.size()));
   CHECK_THROWS(std::invalid_argument, t.test_block(b.data(), 32));
 }
+
+QE_TEST(a_batch_gives_the_reports_of_its_blocks_one_by_one) {
+  // A stream that mixes random blocks (data.sha1), xorshift blocks (linear), LFSR bits, a
+  // replayed block and an all-zero one, tested in batches of every size around the
+  // bit-sliced thresholds, against a second tester given the same blocks one at a time.
+  const auto data = sha1_data();
+  std::vector<uint8_t> stream;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  const std::vector<uint8_t> lfsr = pack(lfsr17(8192));
+  for (size_t b = 0; b < 300; ++b) {
+    std::vector<uint8_t> block(1024);
+    switch (b % 23) {
+      case 5:
+        for (auto& v : block) {
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          v = static_cast<uint8_t>(x);
+        }
+        break;
+      case 11: block.assign(lfsr.begin(), lfsr.begin() + 1024); break;
+      case 17: block.assign(stream.end() - 3 * 1024, stream.end() - 2 * 1024); break;  // replay
+      case 19: break;  // zeros
+      default: block.assign(data.begin() + static_cast<std::ptrdiff_t>(b * 1024 % 100000),
+                            data.begin() + static_cast<std::ptrdiff_t>(b * 1024 % 100000 + 1024));
+    }
+    stream.insert(stream.end(), block.begin(), block.end());
+  }
+  for (const qe::bm::Kernel kernel : {qe::bm::Kernel::Portable, qe::bm::Kernel::Best}) {
+    Tester batched({}, kernel), single({}, kernel);
+    size_t at = 0, failures = 0;
+    for (const size_t count : {size_t{1}, size_t{27}, size_t{28}, size_t{64}, size_t{65}, size_t{92}, size_t{23}}) {
+      std::vector<BlockReport> reports(count);
+      batched.test_blocks(stream.data() + at * 1024, 1024, count, reports.data());
+      for (size_t b = 0; b < count; ++b, ++at) {
+        const BlockReport want = single.test_block(stream.data() + at * 1024, 1024);
+        const BlockReport& got = reports[b];
+        if (got.passed != want.passed || got.repeat_distance != want.repeat_distance ||
+            got.linear_complexity != want.linear_complexity || got.linear_bits != want.linear_bits ||
+            got.linear != want.linear) {
+          qe::check::fail(__FILE__, __LINE__, "block " + std::to_string(at) + ": " + got.describe() + " / " + want.describe());
+          return;
+        }
+        failures += !want.passed;
+      }
+    }
+    CHECK_EQ(at, size_t{300});
+    CHECK(failures >= 30);  // the structured blocks were there to be found
+  }
+}

@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu.h"
-#include "sts/linear_complexity_detail.h"
 #include "sts/special.h"
 #include "sts/sts.h"
 #include "tests/check.h"
@@ -459,62 +457,6 @@ QE_TEST(linear_complexity_matches_reference) {
   const TestResult r = linear_complexity(sha1_bits(), 500);
   check_against("reference-pvalues-sha1.json", "linear_complexity", r, 1e-6);
   check_against("reference-pvalues-sha1.json", "linear_complexity", r, 1e-9, "tests_full_precision");
-}
-
-QE_TEST(linear_complexity_of_every_block_matches_plain_berlekamp_massey_in_both_builds) {
-  // Per block, both builds of the bit-sliced Berlekamp-Massey (any CPU, AVX2) against the
-  // textbook one: random blocks (e), and structured ones whose lengths sit at the ends
-  // of the range (all zeros: 0; a single one at the end: M; short periods, an LFSR), in
-  // batches that do not fill all 64 lanes.
-  std::vector<Bits> inputs{slice(e_bits(), 5, 64 * 500 + 3 * 500 + 11)};
-  {
-    Bits structured;
-    structured.n = 0;
-    std::vector<int> bits;
-    for (size_t block = 0; block < 150; ++block) {
-      for (size_t k = 0; k < 97; ++k) {
-        int bit = 0;
-        switch (block % 5) {
-          case 0: bit = 0; break;
-          case 1: bit = k == 96; break;                                    // impulse at the end: L = M
-          case 2: bit = (k % (block % 7 + 2)) == 0; break;                  // short period
-          case 3: bit = e_bits().bit(block * 97 + k) & (k < 48); break;     // random, then zeros
-          default: bit = e_bits().bit(block * 131 + k); break;
-        }
-        bits.push_back(bit);
-      }
-    }
-    structured.words.assign((bits.size() + 63) / 64, 0);
-    for (size_t i = 0; i < bits.size(); ++i) {
-      if (bits[i]) structured.words[i / 64] |= uint64_t{1} << (63 - i % 64);
-    }
-    structured.n = bits.size();
-    inputs.push_back(structured);
-  }
-  for (const Bits& b : inputs) {
-    for (const size_t M : {size_t{1}, size_t{2}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{97}, size_t{500}}) {
-      const size_t N = b.n / M;
-      std::vector<size_t> portable(N), avx2(N);
-      qe::sts::detail::linear_complexities_portable(b, M, portable.data());
-      if (qe::sts::detail::avx2_linear_complexity_available() && qe::cpu::has_avx2()) {
-        qe::sts::detail::linear_complexities_avx2(b, M, avx2.data());
-      } else {
-        avx2 = portable;
-      }
-      for (size_t block = 0; block < N; ++block) {
-        std::vector<int> s(M);
-        for (size_t k = 0; k < M; ++k) s[k] = b.bit(block * M + k);
-        const auto want = static_cast<size_t>(naive_linear_complexity_of(s));
-        if (portable[block] != want || avx2[block] != want) {
-          qe::check::fail(__FILE__, __LINE__,
-                          "M = " + std::to_string(M) + ", block " + std::to_string(block) + ": portable " +
-                              std::to_string(portable[block]) + ", AVX2 " + std::to_string(avx2[block]) +
-                              ", plain " + std::to_string(want));
-          return;
-        }
-      }
-    }
-  }
 }
 
 QE_TEST(linear_complexity_sp800_22_example) {

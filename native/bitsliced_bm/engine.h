@@ -1,20 +1,48 @@
-// Berlekamp-Massey for the linear complexity test (linear_complexity.cc), bit-sliced, 64
-// blocks at a time. Compiled twice from this one text: for any x86-64 (and every other
-// CPU) in linear_complexity.cc, and with AVX2 in linear_complexity_avx2.cc, picked at run
-// time: the loops over polynomial words are vectorised, four words a step with AVX2.
-// Everything is in an anonymous namespace, so each translation unit has its own copy.
+// The bit-sliced Berlekamp-Massey (bitsliced_bm.h), compiled once per build from this one
+// text: for any CPU in bitsliced_bm.cc, and with AVX2 in bitsliced_bm_avx2.cc, picked at
+// run time. The loops over polynomial words are the work; the compiler vectorises them,
+// four words a step with AVX2. Everything is in an anonymous namespace, so each
+// translation unit has its own copy and no instantiation is shared between builds.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
-#include "sts/bitwords.h"
+#include "bitsliced_bm/bitsliced_bm.h"
 
-namespace qe::sts {
+namespace qe::bitsliced_bm {
 namespace {
+
+// The 64 bits from bit `offset` of a stream, first bit most significant; bits past the
+// end read as 0.
+struct WordReader {
+  WordStream s;
+  uint64_t bits_at(size_t offset) const {
+    const size_t w = offset >> 6;
+    const unsigned shift = offset & 63;
+    const uint64_t hi = w < s.nwords ? s.words[w] : 0;
+    if (shift == 0) return hi;
+    const uint64_t lo = w + 1 < s.nwords ? s.words[w + 1] : 0;
+    return (hi << shift) | (lo >> (64 - shift));
+  }
+};
+
+struct ByteReader {
+  ByteStream s;
+  uint64_t bits_at(size_t offset) const {
+    const size_t first = offset >> 3;
+    const unsigned shift = offset & 7;
+    uint64_t hi = 0;
+    for (size_t i = 0; i < 8; ++i) hi = hi << 8 | (first + i < s.nbytes ? s.bytes[first + i] : 0);
+    if (shift == 0) return hi;
+    const uint64_t next = first + 8 < s.nbytes ? s.bytes[first + 8] : 0;
+    return (hi << shift) | (next >> (8 - shift));
+  }
+};
 
 // In-place transpose of a 64x64 bit matrix, element (i, j) = bit 63 - j of a[i].
 void transpose64(uint64_t a[64]) {
@@ -38,11 +66,19 @@ class SlicedBerlekampMassey {
  public:
   explicit SlicedBerlekampMassey(size_t M)
       : M_(M), planes_(static_cast<unsigned>(std::bit_width(M))), seq_(M), c_(M + 2), bs_buf_(2 * M + 4) {}
+  // The blocks' bits (seq_) and what is derived from them may be entropy that is served
+  // or fed onward: not left behind in freed memory.
+  ~SlicedBerlekampMassey() {
+    for (std::vector<uint64_t>* v : {&seq_, &c_, &bs_buf_}) explicit_bzero(v->data(), v->size() * sizeof(uint64_t));
+  }
+  SlicedBerlekampMassey(const SlicedBerlekampMassey&) = delete;
+  SlicedBerlekampMassey& operator=(const SlicedBerlekampMassey&) = delete;
 
-  // Linear complexity of blocks first .. first + count - 1 (count <= 64) of M bits each,
-  // read from `words` (MSB-first, nwords of them).
-  void run(const uint64_t* words, size_t nwords, size_t first, size_t count, size_t* complexity) {
-    load(words, nwords, first, count);
+  // Linear complexity of blocks 0 .. count - 1 (count <= 64) of M bits each, block b
+  // starting at bit first + b * stride of `stream`.
+  template <typename Stream>
+  void run(const Stream& stream, size_t first, size_t stride, size_t count, size_t* complexity) {
+    load(stream, first, stride, count);
     std::fill(c_.begin(), c_.end(), 0);
     std::fill(bs_buf_.begin(), bs_buf_.end(), 0);
     size_t base = M_ + 1;          // Bs coefficient i lives at bs_buf_[base + i]
@@ -57,14 +93,7 @@ class SlicedBerlekampMassey {
     for (size_t N = 0; N < M_; ++N) {
       // d_lane = sum_{i=0..L} C_i s_{N-i}; seq_[M-1-j] holds s_j, so s_{N-i} = r[i].
       const uint64_t* const r = seq_.data() + (M_ - 1 - N);
-      uint64_t d0 = 0, d1 = 0;
-      size_t i = 0;
-      for (; i + 1 <= lmax; i += 2) {
-        d0 ^= c[i] & r[i];
-        d1 ^= c[i + 1] & r[i + 1];
-      }
-      if (i <= lmax) d0 ^= c[i] & r[i];
-      const uint64_t d = d0 ^ d1;
+      const uint64_t d = discrepancy(c, r, lmax + 1);
       // Degrees that can be non-zero: C up to L, Bs up to N + 1 - L (per lane).
       const size_t hi = std::max(lmax, N + 1 - lmin);
       // A lane's length changes, to N + 1 - L, where d = 1 and 2L <= N (the reference's
@@ -75,12 +104,7 @@ class SlicedBerlekampMassey {
         lmax = std::max(lmax, extreme<true>(length, grow));
         lmin = extreme<false>(length, ~uint64_t{0});
       }
-      uint64_t* const bs = bs_buf_.data() + base;
-      for (size_t k = 0; k <= hi; ++k) {
-        const uint64_t old_c = c[k];
-        c[k] = old_c ^ (d & bs[k]);
-        bs[k] = (grow & old_c) | (~grow & bs[k]);  // on a length change B = old C, m = N
-      }
+      update(c, bs_buf_.data() + base, hi + 1, d, grow);
       --base;  // Bs *= x
       bs_buf_[base] = 0;
     }
@@ -93,6 +117,23 @@ class SlicedBerlekampMassey {
 
  private:
   static constexpr unsigned kMaxPlanes = 64;
+
+  // The two loops over polynomial words, which are nearly all of the time.
+  // sum over i < words of c[i] & r[i], per lane.
+  static uint64_t discrepancy(const uint64_t* c, const uint64_t* r, size_t words) {
+    uint64_t d = 0;
+    for (size_t i = 0; i < words; ++i) d ^= c[i] & r[i];
+    return d;
+  }
+
+  // C += d Bs, and on a length change (lanes of `grow`) B = the old C, for words < words.
+  static void update(uint64_t* c, uint64_t* bs, size_t words, uint64_t d, uint64_t grow) {
+    for (size_t k = 0; k < words; ++k) {
+      const uint64_t old_c = c[k];
+      c[k] = old_c ^ (d & bs[k]);
+      bs[k] = (grow & old_c) | (~grow & bs[k]);
+    }
+  }
 
   // Lanes whose length is at most `bound`: the comparison done bit-sliced, high bit first.
   uint64_t at_most(const uint64_t* length, size_t bound) const {
@@ -132,11 +173,12 @@ class SlicedBerlekampMassey {
   }
 
   // seq_[M - 1 - j] = bit j of every block (block b in lane b); lanes past `count`
-  // repeat block `first` so that they behave like real data (their results are unused).
-  void load(const uint64_t* words, size_t nwords, size_t first, size_t count) {
+  // repeat block 0 so that they behave like real data (their results are unused).
+  template <typename Stream>
+  void load(const Stream& stream, size_t first, size_t stride, size_t count) {
     uint64_t rows[64];
     for (size_t j0 = 0; j0 < M_; j0 += 64) {
-      for (size_t b = 0; b < 64; ++b) rows[b] = detail::bits_at(words, nwords, (first + (b < count ? b : 0)) * M_ + j0);
+      for (size_t b = 0; b < 64; ++b) rows[b] = stream.bits_at(first + (b < count ? b : 0) * stride + j0);
       transpose64(rows);
       const size_t take = std::min<size_t>(64, M_ - j0);
       for (size_t t = 0; t < take; ++t) seq_[M_ - 1 - (j0 + t)] = rows[t];
@@ -148,15 +190,17 @@ class SlicedBerlekampMassey {
   std::vector<uint64_t> seq_, c_, bs_buf_;
 };
 
-// The linear complexity of each of the N = floor(n / M) blocks of M bits of `bits` into
-// complexity[0 .. N).
-void linear_complexities_into(const Bits& bits, size_t M, size_t* complexity) {
-  const size_t N = bits.n / M;
+template <typename Stream>
+void complexities_into(const Stream& stream, size_t first, size_t stride, size_t M, size_t count, size_t* complexity) {
+  if (M == 0) {
+    std::fill(complexity, complexity + count, size_t{0});
+    return;
+  }
   SlicedBerlekampMassey bm(M);
-  for (size_t first = 0; first < N; first += 64) {
-    bm.run(bits.words.data(), bits.words.size(), first, std::min<size_t>(64, N - first), complexity + first);
+  for (size_t done = 0; done < count; done += 64) {
+    bm.run(stream, first + done * stride, stride, std::min<size_t>(64, count - done), complexity + done);
   }
 }
 
 }  // namespace
-}  // namespace qe::sts
+}  // namespace qe::bitsliced_bm
