@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { FIPS140_BLOCK_BYTES, Fips140Tester, HealthTester, healthCutoffs } from '../src/native/health.js';
+import { PatternTester } from '../src/native/pattern.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const vectors = path.resolve(repoRoot, '..', 'shared', 'vectors');
@@ -124,5 +125,33 @@ describe('Fips140Tester', () => {
 
   it('needs exactly 2,500 bytes', () => {
     expect(() => new Fips140Tester().testBlock(Buffer.alloc(2499))).toThrow(RangeError);
+  });
+});
+
+describe('PatternTester', () => {
+  it('tests a whole response at once with the verdicts of block-by-block testing', () => {
+    // 130 blocks (two bit-sliced groups of 64 and a remainder): good data with a replayed
+    // block, an LFSR-like (xorshift) block and a block of zeros among them.
+    const data = goodBytes(130 * 1024);
+    data.copy(data, 40 * 1024, 10 * 1024, 11 * 1024);
+    let x = 0x9e3779b97f4a7c15n;
+    for (let i = 0; i < 1024; i++) {
+      x ^= (x << 13n) & 0xffffffffffffffffn;
+      x ^= x >> 7n;
+      x ^= (x << 17n) & 0xffffffffffffffffn;
+      data[70 * 1024 + i] = Number(x & 0xffn);
+    }
+    data.fill(0, 100 * 1024, 101 * 1024);
+    const batch = new PatternTester().testBlocks(data, 1024);
+    const single = new PatternTester();
+    const oneByOne = [...blocks(data, 1024)].map((b, index) => ({ index, ...single.testBlock(b) })).filter((r) => !r.passed);
+    expect(batch).toEqual(oneByOne);
+    expect(batch.map((f) => f.index)).toEqual(expect.arrayContaining([40, 70, 100]));
+    expect(batch.find((f) => f.index === 70)?.linear).toBe(true);
+  });
+
+  it('rejects a block size that does not divide the data', () => {
+    expect(() => new PatternTester().testBlocks(Buffer.alloc(1000), 1024)).toThrow(RangeError);
+    expect(() => new PatternTester().testBlocks(Buffer.alloc(1024), 0)).toThrow(RangeError);
   });
 });

@@ -3,12 +3,15 @@
 // thread like the other health tests.
 //   patternCreate({historyBytes, linearBits, linearMargin}) -> handle
 //   patternTestBlock(handle, bytes) -> {passed, repeatDistance, linearComplexity, linearBits, linear, message}
+//   patternTestBlocks(handle, bytes, blockSize) -> [{index, passed, ...}] for the blocks that failed
+//     (the linear complexities of a batch run bit-sliced, 64 blocks at once)
 //   patternReset(handle)
 #include <napi.h>
 
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "health/pattern.h"
 #include "napi/registry.h"
@@ -50,18 +53,13 @@ Napi::Value PatternCreate(const Napi::CallbackInfo& info) {
   }
 }
 
-Napi::Value PatternTestBlock(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto& tester = unwrap(info, "patternTestBlock");
+Napi::Uint8Array data_argument(const Napi::CallbackInfo& info, const char* fn) {
   if (info.Length() < 2 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-    throw Napi::TypeError::New(env, "patternTestBlock: data must be a Uint8Array or Buffer");
-  Napi::Uint8Array data = info[1].As<Napi::Uint8Array>();
-  qe::pattern::BlockReport r;
-  try {
-    r = tester.test_block(data.Data(), data.ElementLength());
-  } catch (const std::invalid_argument& e) {
-    throw Napi::RangeError::New(env, e.what());
-  }
+    throw Napi::TypeError::New(info.Env(), std::string(fn) + ": data must be a Uint8Array or Buffer");
+  return info[1].As<Napi::Uint8Array>();
+}
+
+Napi::Object report_object(Napi::Env env, const qe::pattern::BlockReport& r) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("passed", r.passed);
   out.Set("repeatDistance", static_cast<double>(r.repeat_distance));
@@ -72,6 +70,43 @@ Napi::Value PatternTestBlock(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value PatternTestBlock(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto& tester = unwrap(info, "patternTestBlock");
+  Napi::Uint8Array data = data_argument(info, "patternTestBlock");
+  qe::pattern::BlockReport r;
+  try {
+    r = tester.test_block(data.Data(), data.ElementLength());
+  } catch (const std::invalid_argument& e) {
+    throw Napi::RangeError::New(env, e.what());
+  }
+  return report_object(env, r);
+}
+
+Napi::Value PatternTestBlocks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto& tester = unwrap(info, "patternTestBlocks");
+  Napi::Uint8Array data = data_argument(info, "patternTestBlocks");
+  const double block_size = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : 0;
+  if (!(block_size >= 1 && block_size <= 1 << 20) || data.ElementLength() % static_cast<size_t>(block_size) != 0)
+    throw Napi::RangeError::New(env, "patternTestBlocks: blockSize must divide the data's length");
+  const size_t size = static_cast<size_t>(block_size);
+  std::vector<qe::pattern::BlockReport> reports(data.ElementLength() / size);
+  try {
+    tester.test_blocks(data.Data(), size, reports.size(), reports.data());
+  } catch (const std::invalid_argument& e) {
+    throw Napi::RangeError::New(env, e.what());
+  }
+  Napi::Array failures = Napi::Array::New(env);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (reports[i].passed) continue;
+    Napi::Object f = report_object(env, reports[i]);
+    f.Set("index", static_cast<double>(i));
+    failures.Set(failures.Length(), f);
+  }
+  return failures;
+}
+
 Napi::Value PatternReset(const Napi::CallbackInfo& info) {
   unwrap(info, "patternReset").reset();
   return info.Env().Undefined();
@@ -80,6 +115,7 @@ Napi::Value PatternReset(const Napi::CallbackInfo& info) {
 qe::napi::RegisterExports reg([](Napi::Env env, Napi::Object exports) {
   exports.Set("patternCreate", Napi::Function::New(env, PatternCreate, "patternCreate"));
   exports.Set("patternTestBlock", Napi::Function::New(env, PatternTestBlock, "patternTestBlock"));
+  exports.Set("patternTestBlocks", Napi::Function::New(env, PatternTestBlocks, "patternTestBlocks"));
   exports.Set("patternReset", Napi::Function::New(env, PatternReset, "patternReset"));
 });
 

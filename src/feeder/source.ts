@@ -6,7 +6,7 @@
 // random source's would (docs/feeder.md, "Health tests").
 import { BLOCK_SIZE, EntropyClient, EntropyClientError } from '../client/index.js';
 import { FIPS140_BLOCK_BYTES, Fips140Tester, HealthTester } from '../native/health.js';
-import { PatternTester } from '../native/pattern.js';
+import { PatternTester, type PatternReport } from '../native/pattern.js';
 import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from '../sources/failure-window.js';
 
 export interface FeederSourceOptions {
@@ -185,9 +185,13 @@ export class FeederSource {
     this.status.bytesPulled += data.length;
     const passed: Buffer[] = [];
     try {
+      // The pattern check's state depends only on the bytes, so the whole response goes
+      // through it at once (its linear complexities then run 64 blocks side by side); the
+      // per-block rules below read its verdicts in stream order.
+      const patternFailures = new Map(this.pattern.testBlocks(data, BLOCK_SIZE).map((f) => [f.index, f] as const));
       for (let off = 0; off < data.length; off += BLOCK_SIZE) {
         const block = data.subarray(off, off + BLOCK_SIZE);
-        const reason = this.testBlock(block);
+        const reason = this.testBlock(block, patternFailures.get(off / BLOCK_SIZE));
         if (reason === undefined) {
           passed.push(Buffer.from(block));
           continue;
@@ -221,11 +225,13 @@ export class FeederSource {
   /** Set when the source was found not random during the pull in progress. */
   private untrusted = false;
 
-  /** Runs one 1,024-byte block through SP 800-90B and the pattern check; why it is dropped, if it is. */
-  private testBlock(block: Buffer): DropReason | undefined {
-    // Both testers see every block, in stream order: their state spans blocks.
+  /**
+   * Runs one 1,024-byte block through SP 800-90B and applies its pattern check verdict
+   * (`patternFailure`: the report when it failed); why it is dropped, if it is.
+   */
+  private testBlock(block: Buffer, patternFailure: PatternReport | undefined): DropReason | undefined {
+    // The tester sees every block, in stream order: its state spans blocks.
     const verdict = this.tester.feed(block);
-    const pattern = this.pattern.testBlock(block);
     if (!verdict.passed) {
       const test = verdict.firstFailure?.test ?? 'repetition-count';
       this.fail(test, verdict.firstFailure?.message ?? 'failed');
@@ -242,11 +248,11 @@ export class FeederSource {
     }
     this.sp800_90bRate.record(false);
     this.failedInARow = 0;
-    if (!pattern.passed) {
+    if (patternFailure !== undefined) {
       // The pattern check has no false alarms to speak of (below 2^-60 a block): one
       // failure shows the source is deterministic.
-      this.fail('pattern', pattern.message);
-      this.notRandom(pattern.message);
+      this.fail('pattern', patternFailure.message);
+      this.notRandom(patternFailure.message);
       return 'pattern';
     }
     // Start-up: these samples only prove the source works; they are not used.

@@ -39,6 +39,16 @@ export class PatternTester {
     return addon.patternTestBlock(this.#handle, block) as PatternReport;
   }
 
+  /**
+   * The blocks of `data` (consecutive, `blockSize` bytes each), in stream order, as
+   * testBlock() one by one would test them; only the failures come back, with their
+   * index. Faster than one by one for 28 blocks or more (the linear complexities then run
+   * 64 blocks at once).
+   */
+  testBlocks(data: Uint8Array, blockSize: number): Array<PatternReport & { index: number }> {
+    return addon.patternTestBlocks(this.#handle, data, blockSize) as Array<PatternReport & { index: number }>;
+  }
+
   /** Forget the stream seen so far. */
   reset(): void {
     addon.patternReset(this.#handle);
