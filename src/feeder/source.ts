@@ -183,7 +183,10 @@ export class FeederSource {
     }
     this.status.state = 'active';
     this.status.bytesPulled += data.length;
-    const passed: Buffer[] = [];
+    // Blocks that pass are copied straight into one buffer: a small Buffer per block and a
+    // concat afterwards made the garbage collector a fifth of the feeder's CPU.
+    const passed = Buffer.alloc(data.length);
+    let passedBytes = 0;
     try {
       // The pattern check's state depends only on the bytes, so the whole response goes
       // through it at once (its linear complexities then run 64 blocks side by side); the
@@ -193,7 +196,7 @@ export class FeederSource {
         const block = data.subarray(off, off + BLOCK_SIZE);
         const reason = this.testBlock(block, patternFailures.get(off / BLOCK_SIZE));
         if (reason === undefined) {
-          passed.push(Buffer.from(block));
+          passedBytes += block.copy(passed, passedBytes);
           continue;
         }
         this.status.bytesDropped[reason] += block.length;
@@ -206,8 +209,7 @@ export class FeederSource {
     } finally {
       data.fill(0);
     }
-    const out = Buffer.concat(passed);
-    for (const b of passed) b.fill(0);
+    const out = passed.subarray(0, passedBytes);
     if (this.untrusted) return this.distrust(out);
     const result = this.fips ? this.fipsFilter(out) : out;
     if (this.untrusted) return this.distrust(result);
@@ -266,14 +268,15 @@ export class FeederSource {
     this.fipsStage.fill(0);
     fresh.fill(0);
     const whole = staged.length - (staged.length % FIPS140_BLOCK_BYTES);
-    const out: Buffer[] = [];
+    const out = Buffer.alloc(whole);  // the blocks that pass, copied in as they do
+    let outBytes = 0;
     let off = 0;
     for (; off < whole; off += FIPS140_BLOCK_BYTES) {
       const block = staged.subarray(off, off + FIPS140_BLOCK_BYTES);
       const report = this.fips!.testBlock(block);
       const limitReached = this.fipsRate.record(!report.passed);
       if (report.passed) {
-        out.push(Buffer.from(block));
+        outBytes += block.copy(out, outBytes);
         continue;
       }
       this.status.bytesDropped.fips140 += FIPS140_BLOCK_BYTES;
@@ -292,9 +295,7 @@ export class FeederSource {
     this.fipsStage = Buffer.from(staged.subarray(off));
     this.status.bytesAwaitingFips = this.fipsStage.length;
     staged.fill(0);
-    const result = Buffer.concat(out);
-    for (const b of out) b.fill(0);
-    return result;
+    return out.subarray(0, outBytes);
   }
 
   private fail(test: HealthTestName, detail: string): void {
