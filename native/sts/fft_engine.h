@@ -20,10 +20,10 @@
 
 // The 32-byte vectors below are returned by value between functions of this file only
 // (internal linkage, inlined), so the ABI warning GCC gives for them without AVX does not
-// apply (arguments go by reference, which keeps its ABI note quiet). GCC reports it at
+// apply (arguments go by reference, which keeps GCC's ABI note quiet). GCC reports it at
 // the end of the translation unit, so it stays off to there (the two files that include
 // this header include nothing after it that could be affected).
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)  // GCC, and Clang, which takes the same pragma
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
