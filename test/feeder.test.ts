@@ -93,7 +93,12 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sources[0]!.state === 'disabled', 60_000, 'the source to be disabled');
+    // (It once timed out in CI on Node 22, loaded: the status then says what the source saw.)
+    await waitFor(
+      () => feeder.statusNow().sources[0]!.state === 'disabled',
+      60_000,
+      () => `the source to be disabled; its status: ${JSON.stringify(feeder.statusNow().sources[0])}`,
+    );
     const status = feeder.statusNow();
     await feeder.stop();
     expect(status.sources[0]!.lastError).toMatch(/4 blocks in a row failed the SP 800-90B health tests/);

@@ -14,12 +14,20 @@ export function scaled(ms: number): number {
 
 /**
  * Resolves once `check` returns true; polls every `everyMs`. Throws "timed out waiting for
- * WHAT" after the (scaled) deadline, so a failure names what never happened.
+ * WHAT" after the (scaled) deadline, so a failure names what never happened; `what` may be
+ * a function, called then, to say what was seen instead.
  */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = 'condition', everyMs = 20): Promise<void> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 30_000,
+  what: string | (() => string) = 'condition',
+  everyMs = 20,
+): Promise<void> {
   const end = Date.now() + scaled(timeoutMs);
   while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out after ${scaled(timeoutMs)} ms waiting for ${what}`);
+    if (Date.now() > end) {
+      throw new Error(`timed out after ${scaled(timeoutMs)} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    }
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
