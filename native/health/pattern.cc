@@ -213,9 +213,17 @@ size_t Tester::repeat_distance(const uint8_t* block, size_t size) {
     ring_[chunk % ring_.size()] = fps[j];
     insert(fps[j], chunk);
   }
+  // The unaligned windows, nearly all misses: the index entry's tag is checked here, in
+  // the loop (a load, a compare and a branch per window, the loads independent of each
+  // other), and only a matching tag takes the full lookup. As a call per window, the
+  // lookup was 60 % of the repeat search.
+  const uint64_t* const index = index_.data();
+  const uint64_t slot_mask = index_.size() - 1;
   for (size_t j = 0; j < windows; ++j) {
-    if (j % kChunk == 0) continue;
-    if (const uint64_t entry = lookup(fps[j])) candidates.emplace_back(j, entry - 1);
+    const uint64_t fp = fps[j];
+    if (((index[fp & slot_mask] ^ fp) >> 32) != 0 || j % kChunk == 0) [[likely]]
+      continue;
+    if (const uint64_t entry = lookup(fp)) candidates.emplace_back(j, entry - 1);
   }
   // A match counts when the next (or, at the block's end, the previous) 32 bytes match
   // the next (previous) chunk too: 64 bytes in all.
