@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bitsliced_bm/bitsliced_bm.h"
+#include "common/msb_bits.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define QE_BITSLICED_BM_AVX2 1

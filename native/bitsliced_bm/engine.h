@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bitsliced_bm/bitsliced_bm.h"
+#include "common/msb_bits.h"
 
 namespace qe::bitsliced_bm {
 namespace {
@@ -21,27 +22,12 @@ namespace {
 // end read as 0.
 struct WordReader {
   WordStream s;
-  uint64_t bits_at(size_t offset) const {
-    const size_t w = offset >> 6;
-    const unsigned shift = offset & 63;
-    const uint64_t hi = w < s.nwords ? s.words[w] : 0;
-    if (shift == 0) return hi;
-    const uint64_t lo = w + 1 < s.nwords ? s.words[w + 1] : 0;
-    return (hi << shift) | (lo >> (64 - shift));
-  }
+  uint64_t bits_at(size_t offset) const { return msb_bits::bits_at(s.words, s.nwords, offset); }
 };
 
 struct ByteReader {
   ByteStream s;
-  uint64_t bits_at(size_t offset) const {
-    const size_t first = offset >> 3;
-    const unsigned shift = offset & 7;
-    uint64_t hi = 0;
-    for (size_t i = 0; i < 8; ++i) hi = hi << 8 | (first + i < s.nbytes ? s.bytes[first + i] : 0);
-    if (shift == 0) return hi;
-    const uint64_t next = first + 8 < s.nbytes ? s.bytes[first + 8] : 0;
-    return (hi << shift) | (next >> (8 - shift));
-  }
+  uint64_t bits_at(size_t offset) const { return msb_bits::bits_at(s.bytes, s.nbytes, offset); }
 };
 
 // In-place transpose of a 64x64 bit matrix, element (i, j) = bit 63 - j of a[i].

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <thread>
 
+#include "common/msb_bits.h"
 #include "sts/special.h"
 
 namespace qe::sts {
@@ -46,28 +47,6 @@ std::string template_label(uint32_t t, int m) {
   return s;
 }
 
-// Big-endian 64-bit load of bytes [i, i + 8) where only bytes below `limit` exist.
-inline uint64_t load_be(const uint8_t* data, size_t i, size_t limit) {
-  if (i + 8 <= limit) {
-    uint64_t w;
-    std::memcpy(&w, data + i, 8);
-    return __builtin_bswap64(w);
-  }
-  uint64_t w = 0;
-  for (size_t k = 0; k < 8; ++k) w = (w << 8) | (i + k < limit ? data[i + k] : 0u);
-  return w;
-}
-
-inline uint8_t byte_at(const uint8_t* data, size_t i, size_t limit) { return i < limit ? data[i] : 0; }
-
-// The 64 bits starting at bit `offset` of a packed MSB-first byte stream of `limit` bytes.
-inline uint64_t stream_bits_at(const uint8_t* data, size_t limit, size_t offset) {
-  const size_t byte = offset >> 3;
-  const unsigned shift = offset & 7;
-  const uint64_t hi = load_be(data, byte, limit);
-  if (shift == 0) return hi;
-  return (hi << shift) | (byte_at(data, byte + 8, limit) >> (8 - shift));
-}
 
 inline uint64_t mix64(uint64_t x) {
   x ^= x >> 30;
@@ -147,12 +126,7 @@ Bits extract_bits(const uint8_t* data, size_t start, size_t count) {
   const size_t nwords = (count + 63) / 64;
   bits.words.resize(nwords);
   const size_t limit = (start + count + 7) / 8;  // bytes that belong to the range
-  const unsigned shift = start & 7;
-  size_t byte = start >> 3;
-  for (size_t k = 0; k < nwords; ++k, byte += 8) {
-    const uint64_t hi = load_be(data, byte, limit);
-    bits.words[k] = shift == 0 ? hi : (hi << shift) | (byte_at(data, byte + 8, limit) >> (8 - shift));
-  }
+  for (size_t k = 0; k < nwords; ++k) bits.words[k] = msb_bits::bits_at(data, limit, start + 64 * k);
   const unsigned tail = count & 63;
   if (tail != 0) bits.words.back() &= ~uint64_t{0} << (64 - tail);
   return bits;
@@ -206,7 +180,7 @@ std::vector<std::pair<size_t, size_t>> identical_sequences(const std::vector<Fin
 size_t stream_period(const uint8_t* data, size_t nbits) {
   if (nbits < 128) return 0;
   const size_t limit = (nbits + 7) / 8;
-  const uint64_t key = stream_bits_at(data, limit, 0);
+  const uint64_t key = msb_bits::bits_at(data, limit, 0);
   // A candidate p has the first 64 bits again at offset p; it is a period when every bit
   // k < nbits - p equals bit k + p. Verification stops at the first difference; a cap on
   // failed verifications keeps pathological streams (long constant runs) linear.
@@ -218,7 +192,7 @@ size_t stream_period(const uint8_t* data, size_t nbits) {
     for (size_t k = 0; k < span; k += 64) {
       const size_t len = std::min<size_t>(64, span - k);
       const uint64_t mask = len == 64 ? ~uint64_t{0} : ~uint64_t{0} << (64 - len);
-      if ((stream_bits_at(data, limit, k) ^ stream_bits_at(data, limit, k + p)) & mask) return false;
+      if ((msb_bits::bits_at(data, limit, k) ^ msb_bits::bits_at(data, limit, k + p)) & mask) return false;
     }
     return true;
   };
@@ -241,7 +215,7 @@ size_t stream_period(const uint8_t* data, size_t nbits) {
       if (sh != 0 && j == 0) continue;
       const size_t p = sh == 0 ? 8 * j : 8 * j - 8 + sh;
       if (p == 0 || p > max_period) continue;
-      if (stream_bits_at(data, limit, p) != key) continue;
+      if (msb_bits::bits_at(data, limit, p) != key) continue;
       if (verify(p)) return p;
       if (++failed >= kMaxFailedVerifications) return 0;
     }
@@ -405,13 +379,13 @@ BatteryResult run_battery(const uint8_t* data, size_t nbits, const BatteryOption
   const bool share_windows = serial_at < ntests && apen_at < ntests;
   auto run_sequence = [&](size_t s, const Bits& bits) {
     for (size_t ti = 0; ti < ntests && !stop.load(std::memory_order_relaxed); ++ti) {
-      if (share_windows && ti == std::min(serial_at, apen_at)) {
+      if (!share_windows || (ti != serial_at && ti != apen_at)) {
+        run_one(s, ti, bits);
+      } else if (ti == serial_at) {  // both results, at serial's turn; ApEn's turn is then skipped
         SerialAndApproximateEntropy both = serial_and_approximate_entropy(
             bits, options.params.serial_m, options.params.approximate_entropy_m);
         store(s, serial_at, std::move(both.serial));
         store(s, apen_at, std::move(both.approximate_entropy));
-      } else if (!share_windows || ti != std::max(serial_at, apen_at)) {
-        run_one(s, ti, bits);
       }
     }
   };
