@@ -10,9 +10,9 @@
 // compiler vectorises. The 64 lengths are bit-sliced too, so a step's length changes are
 // a few word operations however many lanes change. There is no chain of dependent steps
 // per block, as the one-string algorithm (health/berlekamp_massey.h) has: per block this
-// costs about 2.1 us for 1,280 bits with AVX2 here (1.7 us with AVX-512), against about
-// 4.3 us one string at a time, but a batch of 64 costs the same whatever its count, so the
-// one-string code stays the better choice below ~28 blocks.
+// costs about 2.4 us for 1,280 bits with AVX2 here (2.0 us with AVX-512), against about
+// 4.2 us one string at a time, but a batch of 64 costs the same whatever its count, so the
+// one-string code stays the better choice below ~30 blocks (pattern.cc).
 #pragma once
 
 #include <cstddef>

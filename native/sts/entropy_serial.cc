@@ -63,18 +63,10 @@ std::vector<uint32_t> cyclic_window_counts(const Bits& bits, int k) {
   return hist;
 }
 
-// Counts of cyclic (k-1)-bit windows from those of k-bit windows.
-std::vector<uint32_t> shorter_counts(const std::vector<uint32_t>& hist) {
-  std::vector<uint32_t> out(hist.size() / 2);
-  for (size_t v = 0; v < out.size(); ++v) out[v] = hist[2 * v] + hist[2 * v + 1];
-  return out;
-}
-
-// Counts of cyclic k-bit windows from those of from_k-bit windows (k <= from_k): a k-bit
-// window is the prefix of the from_k-bit window at the same position.
-std::vector<uint32_t> marginal_counts(const std::vector<uint32_t>& hist, int from_k, int k) {
-  const unsigned drop = static_cast<unsigned>(from_k - k);
-  std::vector<uint32_t> out(size_t{1} << k, 0);
+// Counts of cyclic (k - drop)-bit windows from those of k-bit windows: a shorter window is
+// the prefix of the longer one at the same position.
+std::vector<uint32_t> shorter_counts(const std::vector<uint32_t>& hist, unsigned drop = 1) {
+  std::vector<uint32_t> out(hist.size() >> drop, 0);
   for (size_t v = 0; v < hist.size(); ++v) out[v >> drop] += hist[v];
   return out;
 }
@@ -163,7 +155,7 @@ SerialAndApproximateEntropy serial_and_approximate_entropy(const Bits& bits, int
   const std::vector<uint32_t> longest = cyclic_window_counts(bits, k);
   const auto counts_for = [&](int want, std::vector<uint32_t>& storage) -> const std::vector<uint32_t>& {
     if (want == k) return longest;
-    storage = marginal_counts(longest, k, want);
+    storage = shorter_counts(longest, static_cast<unsigned>(k - want));
     return storage;
   };
   std::vector<uint32_t> serial_storage, apen_storage;

@@ -633,19 +633,27 @@ struct CountBelowSink {  // index 0 is left out: the caller takes it exactly
 // the even and odd samples; F_k = E_k + w^k O_k, and, because E and O are transforms of
 // real data and w^(N-k) = -conj(w^k), F_{N-k} = conj(E_k - w^k O_k). So one twiddle serves
 // k and N - k. At k = N/2 (N even) both name one value: only the second is put.
+// |F_k|^2 and |F_{N-k}|^2 from Z_k, conj Z_{N-k} and w^k, for one k or four.
+template <typename C, typename T = decltype(C::re)>
+void split_moduli(const C& zk, const C& zc, const C& w, T& f2, T& g2) {
+  const C even_part = 0.5 * (zk + zc);
+  const C odd_part = times_minus_i(0.5 * (zk - zc));
+  const C t = w * odd_part;
+  const C f = even_part + t;
+  const C g = even_part - t;
+  f2 = f.re * f.re + f.im * f.im;
+  g2 = g.re * g.re + g.im * g.im;
+}
+
 template <typename Sink>
 void split_one(const double* Zr, const double* Zi, size_t N, size_t k, Cx w, Sink& sink) {
   Cx zk, zc;
   load(Zr, Zi, k, zk);
   load(Zr, Zi, N - k, zc);
-  zc = conj(zc);
-  const Cx even_part = 0.5 * (zk + zc);
-  const Cx odd_part = times_minus_i(0.5 * (zk - zc));
-  const Cx t = w * odd_part;
-  const Cx f = even_part + t;
-  const Cx g = even_part - t;
-  if (2 * k != N) sink.put(k, f.re * f.re + f.im * f.im);
-  sink.put(N - k, g.re * g.re + g.im * g.im);
+  double f2, g2;
+  split_moduli(zk, conj(zc), w, f2, g2);
+  if (2 * k != N) sink.put(k, f2);
+  sink.put(N - k, g2);
 }
 
 template <typename Sink>
@@ -653,14 +661,10 @@ void split_four(const double* Zr, const double* Zi, size_t N, size_t k, const Cx
   Cx4 zk, zc;
   load(Zr, Zi, k, zk);
   load(Zr, Zi, N - k - 3, zc);
-  zc = conj(Cx4{reversed(zc.re), reversed(zc.im)});
-  const Cx4 even_part = 0.5 * (zk + zc);
-  const Cx4 odd_part = times_minus_i(0.5 * (zk - zc));
-  const Cx4 t = w * odd_part;
-  const Cx4 f = even_part + t;
-  const Cx4 g = even_part - t;
-  sink.put4(k, f.re * f.re + f.im * f.im);
-  sink.put4(N - k - 3, reversed(g.re * g.re + g.im * g.im));
+  V4 f2, g2;
+  split_moduli(zk, conj(Cx4{reversed(zc.re), reversed(zc.im)}), w, f2, g2);
+  sink.put4(k, f2);
+  sink.put4(N - k - 3, reversed(g2));
 }
 
 // |F_k|^2 for k < floor(n/2), each into the sink once.
