@@ -240,6 +240,74 @@ describe('health gate on device:PATH', () => {
   });
 });
 
+/** A raw source handing out `data` in stream order, recording each read it is asked for. */
+class RecordedSource {
+  readonly name = 'device:recorded';
+  readonly development = false;
+  readonly reads: number[] = [];
+  readonly handedOut: Buffer[] = [];
+  private offset = 0;
+  constructor(private readonly data: Buffer) {}
+  async read(n: number): Promise<Buffer> {
+    this.reads.push(n);
+    const out = Buffer.from(this.data.subarray(this.offset, this.offset + n));
+    this.offset += n;
+    this.handedOut.push(out);
+    return out;
+  }
+  async close(): Promise<void> {}
+}
+
+describe('health gate reading ahead (issue 30)', () => {
+  it('starts the next raw read while a read is tested, only when asked, and returns bytes in stream order', async () => {
+    const data = goodBytes(1024 * 1024);
+    const raw = new RecordedSource(data);
+    const gate = new HealthGatedSource(raw, { tester: createNativeTester(7.5) });
+    // No `next`: one raw read per read.
+    const first = await gate.read(64 * 1024);
+    expect(raw.reads).toEqual([64 * 1024]);
+    // With `next`, the next raw read was already asked for when this one returned.
+    const second = await gate.read(64 * 1024, undefined, 64 * 1024);
+    expect(raw.reads).toEqual([64 * 1024, 64 * 1024, 64 * 1024]);
+    // A smaller read takes what it asked for out of the read ahead; the rest waits, untested.
+    const third = await gate.read(4 * 1024);
+    expect(third.length).toBe(4 * 1024);
+    const fourth = await gate.read(60 * 1024);
+    expect(raw.reads.length).toBe(3); // served from what was read ahead
+    // Every byte after the start-up block, in order, none twice.
+    expect(first.length).toBe(63 * 1024);
+    expect(Buffer.concat([first, second, third, fourth]).equals(data.subarray(1024, 192 * 1024))).toBe(true);
+    expect(gate.health().blocksPassed).toBe(191);
+    await gate.close();
+  });
+
+  it('erases a read ahead on close without testing or returning it', async () => {
+    const raw = new RecordedSource(goodBytes(256 * 1024));
+    const gate = new HealthGatedSource(raw, { tester: createNativeTester(7.5) });
+    await gate.read(64 * 1024, undefined, 64 * 1024);
+    expect(raw.handedOut.length).toBe(2);
+    await gate.close();
+    const ahead = raw.handedOut[1]!;
+    await waitFor(() => ahead.every((b) => b === 0), 10_000, 'the read ahead erased');
+    expect(gate.health().blocksPassed).toBe(63);
+  });
+
+  it('erases a read ahead when the source is found not random', async () => {
+    // A byte counter: passes RCT/APT, fails the pattern check at once.
+    const counter = Buffer.alloc(256 * 1024);
+    for (let i = 0; i < counter.length; i++) counter[i] = i & 0xff;
+    const raw = new RecordedSource(counter);
+    const gate = new HealthGatedSource(raw, { tester: createNativeTester(7.5) });
+    await expect(gate.read(64 * 1024, undefined, 64 * 1024)).rejects.toThrow(/not random/);
+    expect(raw.handedOut.length).toBe(2);
+    const ahead = raw.handedOut[1]!;
+    await waitFor(() => ahead.every((b) => b === 0), 10_000, 'the read ahead erased');
+    await expect(gate.read(64 * 1024)).rejects.toThrow(/not random/);
+    expect(raw.reads.length).toBe(2);
+    await gate.close();
+  });
+});
+
 describe('rdseed', () => {
   // Both halves are what a user of this source relies on, and a host has one or the other:
   // some hypervisors hide RDSEED (this project's CI machines among them in 2026-11).

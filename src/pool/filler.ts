@@ -71,7 +71,9 @@ export class PoolFiller {
         continue;
       }
       try {
-        const data = await this.source.read(Math.min(this.pool.room, this.chunkSize), this.abort.signal);
+        const n = Math.min(this.pool.room, this.chunkSize);
+        // With room for more, the source may start the next read while it tests this one.
+        const data = await this.source.read(n, this.abort.signal, Math.min(this.pool.room - n, this.chunkSize));
         if (!this.running) {
           data.fill(0);
           break;

@@ -107,7 +107,10 @@ export class HealthGatedSource implements EntropySource {
   private notRandom = false;
   private readonly failureLimit: number;
   private readonly onEvent: (event: HealthEvent) => void;
+  /** Raw bytes read but not yet tested (less than a block, or the rest of a read ahead). */
   private carry: Buffer = Buffer.alloc(0);
+  /** The raw read started ahead (read()'s `next`): the source delivers it while the bytes before it are tested. */
+  private ahead: Promise<Buffer> | undefined;
   private previous: Buffer | undefined;
   private consecutiveFailures = 0;
   private testerReady = false;
@@ -130,8 +133,8 @@ export class HealthGatedSource implements EntropySource {
     this.onEvent = options.onEvent ?? (() => {});
   }
 
-  async read(n: number, signal?: AbortSignal): Promise<Buffer> {
-    const want = Math.max(HEALTH_BLOCK, Math.ceil(n / HEALTH_BLOCK) * HEALTH_BLOCK);
+  async read(n: number, signal?: AbortSignal, next = 0): Promise<Buffer> {
+    const want = wholeBlocks(n);
     const passed: Buffer[] = [];
     let passedBytes = 0;
     while (passedBytes === 0) {
@@ -139,7 +142,7 @@ export class HealthGatedSource implements EntropySource {
       signal?.throwIfAborted();
       let data: Buffer;
       try {
-        data = await this.raw.read(want - this.carry.length, signal);
+        data = await this.rawRead(want - this.carry.length, signal);
       } catch (err) {
         this.readErrors += 1;
         if (err instanceof SourceOutOfServiceError && !this.outOfService()) {
@@ -151,12 +154,16 @@ export class HealthGatedSource implements EntropySource {
         }
         throw err;
       }
+      // The caller will want more: its read starts now and runs while these bytes are tested.
+      if (next > 0 && this.ahead === undefined) this.ahead = this.startRead(wholeBlocks(next), signal);
       const all = this.carry.length ? Buffer.concat([this.carry, data]) : data;
       if (this.carry.length) {
         this.carry.fill(0);
         data.fill(0);
       }
-      const whole = all.length - (all.length % HEALTH_BLOCK);
+      // At most `want` bytes are tested now (a read ahead may have brought more); the
+      // rest waits in the carry, untested, for the next read.
+      const whole = Math.min(all.length - (all.length % HEALTH_BLOCK), want);
       this.carry = Buffer.from(all.subarray(whole));
       all.fill(0, whole);
       // The tests see every block in stream order; the rules below then act on each
@@ -195,6 +202,30 @@ export class HealthGatedSource implements EntropySource {
     const out = Buffer.concat(passed);
     for (const block of passed) block.fill(0);
     return out;
+  }
+
+  /** `n` raw bytes (or the read started ahead, whatever its size); none when the carry already holds enough. */
+  private async rawRead(n: number, signal: AbortSignal | undefined): Promise<Buffer> {
+    if (n <= 0) return Buffer.alloc(0);
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    return ahead ?? this.raw.read(n, signal);
+  }
+
+  private startRead(n: number, signal: AbortSignal | undefined): Promise<Buffer> {
+    const read = this.raw.read(n, signal);
+    read.catch(() => {}); // its error is the next read()'s, when it takes this one
+    return read;
+  }
+
+  /** Erases the read started ahead when it arrives (out of service, closing). */
+  private dropAhead(): void {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    ahead?.then(
+      (data) => data.fill(0),
+      () => {},
+    );
   }
 
   private outOfService(): boolean {
@@ -298,6 +329,7 @@ export class HealthGatedSource implements EntropySource {
   }
 
   private takeOutOfService(reason: string, notRandom: boolean): void {
+    this.dropAhead();
     this.state = 'failed';
     this.message = reason;
     this.notRandom = notRandom;
@@ -324,10 +356,16 @@ export class HealthGatedSource implements EntropySource {
   }
 
   async close(): Promise<void> {
+    this.dropAhead();
     this.carry.fill(0);
     this.previous?.fill(0);
     await this.raw.close();
   }
+}
+
+/** `n` bytes rounded up to whole blocks (at least one). */
+function wholeBlocks(n: number): number {
+  return Math.max(HEALTH_BLOCK, Math.ceil(n / HEALTH_BLOCK) * HEALTH_BLOCK);
 }
 
 /** The blocks follow each other in one ArrayBuffer. */

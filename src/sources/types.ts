@@ -32,8 +32,11 @@ export interface EntropySource {
   /**
    * Resolves to between 1 and n fresh bytes that the caller now owns. Rejects on an I/O
    * error (the filler retries) or with SourceOutOfServiceError (the filler stops).
+   * `next`: how many bytes the caller will ask for right after this read (0 or absent: it
+   * will not). A source whose reads pass through tests may start that read now, so the
+   * device works while this read's bytes are tested (HealthGatedSource does).
    */
-  read(n: number, signal?: AbortSignal): Promise<Buffer>;
+  read(n: number, signal?: AbortSignal, next?: number): Promise<Buffer>;
   /**
    * The read size the filler uses unless configured (`entropy.pool.chunkBytes`); default
    * 64 KiB. Fast sources ask for more: each read is a hop through the thread pool and back
