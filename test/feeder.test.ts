@@ -11,7 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { loadConfig } from '../src/config/index.js';
 import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js';
-import type { FeederSourceOptions, SourceStatus } from '../src/feeder/source.js';
+import { FeederSource, type FeederSourceOptions, type SourceEvents, type SourceStatus } from '../src/feeder/source.js';
 import { KernelRandom } from '../src/native/kernel.js';
 import { FeederRole } from '../src/roles/feeder.js';
 import { captureLogger, goodBlock, stuckBlock, testSourceOptions, Upstream, waitFor } from './feeder-harness.js';
@@ -238,6 +238,51 @@ function biasedStream(bytes: number): Buffer {
   }
   return out;
 }
+
+describe('pulling ahead (issue 30)', () => {
+  const quiet: SourceEvents = {
+    blockFailed() {},
+    disabled() {},
+    untrusted() {},
+    stopped() {},
+    retrying() {},
+    recovered() {},
+    returned() {},
+  };
+
+  it('asks for the next response as soon as this one has arrived, and the next pull takes it: every byte once, in order', async () => {
+    upstream.pool.clear();
+    const blocks = Array.from({ length: 48 }, () => goodBlock());
+    upstream.pool.put(Buffer.concat(blocks));
+    const source = new FeederSource(sourceOptions(await upstream.token(), { blocksPerRequest: 16 }), quiet);
+    const signal = new AbortController().signal;
+    const first = Buffer.from(await source.pull(16 * 1024, signal, 16 * 1024));
+    // The request for the next 16 blocks went out before the first pull was done.
+    await waitFor(async () => (await upstream.requests(200)) === 2, 10_000, 'the request sent ahead');
+    const second = Buffer.from(await source.pull(16 * 1024, signal));
+    expect(await upstream.requests(200)).toBe(2);
+    // Every block of both responses, in stream order (the first completes the start-up tests).
+    expect(Buffer.concat([first, second]).equals(Buffer.concat(blocks.slice(0, 32)))).toBe(true);
+    expect(source.status.bytesPulled).toBe(32 * 1024);
+    await source.close();
+  });
+
+  it('a source disabled while its next response is on the way: that response is called off and never used', async () => {
+    upstream.pool.clear();
+    upstream.pool.put(Buffer.concat(Array.from({ length: 8 }, () => stuckBlock())));
+    upstream.pool.put(Buffer.concat(Array.from({ length: 8 }, () => goodBlock())));
+    const source = new FeederSource(sourceOptions(await upstream.token(), { blocksPerRequest: 8, failureLimit: 4 }), quiet);
+    const signal = new AbortController().signal;
+    const passed = await source.pull(8 * 1024, signal, 8 * 1024);
+    expect(passed.length).toBe(0);
+    expect(source.status.state).toBe('disabled');
+    // Nothing of the response asked for ahead was counted as pulled, and nothing else is
+    // pulled while the source is disabled.
+    expect(source.status.bytesPulled).toBe(8 * 1024);
+    expect(source.available()).toBe(false);
+    await source.close();
+  });
+});
 
 describe('deterministic streams never reach a sink', () => {
   async function feedFrom(stream: Buffer, extra: Partial<FeederSourceOptions> = {}) {

@@ -2,6 +2,9 @@
 // Debian's rngd (rng-tools5).
 //   npm run bench:feeder        (root: the kernel sink and rngd need CAP_SYS_ADMIN)
 //   BENCH_SECONDS=10 BENCH_IDLE_SECONDS=30 node benchmarks/feeder/run.js
+// BENCH_BASELINE_ROOT=/path/to/other/checkout (e.g. a `git worktree` of an older commit):
+// its daemon is bundled too and the throughput runs alternate between the two builds,
+// BENCH_ROUNDS times (default 1; 3 with a baseline), each against the same server.
 // The daemon and a local entropy service are bundled from src/ with esbuild into a temp
 // directory (no dist/ needed) and run as their own processes; CPU is read from
 // /proc/PID/stat (utime + stime) of the daemon alone.
@@ -17,6 +20,8 @@ const root = path.resolve(here, '..', '..');
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+const baselineRoot = process.env.BENCH_BASELINE_ROOT ? path.resolve(process.env.BENCH_BASELINE_ROOT) : undefined;
+const rounds = Number(process.env.BENCH_ROUNDS ?? (baselineRoot ? 3 : 1));
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-bench-feeder-'));
 const children = [];
 process.on('exit', () => {
@@ -29,8 +34,13 @@ function bundle(entry, out) {
   const r = spawnSync(path.join(root, 'node_modules', '.bin', 'esbuild'), [entry, '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${out}`, '--log-level=error'], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`esbuild: ${r.stderr}`);
 }
-fs.writeFileSync(path.join(dir, 'cli.ts'), `import { main } from ${JSON.stringify(path.join(root, 'src/cli/main.ts'))};\nprocess.exitCode = await main(process.argv.slice(2));\n`);
-bundle(path.join(dir, 'cli.ts'), path.join(dir, 'qentropy.js'));
+function bundleCli(from, out) {
+  const entry = path.join(dir, `${out}.entry.ts`);
+  fs.writeFileSync(entry, `import { main } from ${JSON.stringify(path.join(from, 'src/cli/main.ts'))};\nprocess.exitCode = await main(process.argv.slice(2));\n`);
+  bundle(entry, path.join(dir, out));
+}
+bundleCli(root, 'qentropy.js');
+if (baselineRoot) bundleCli(baselineRoot, 'baseline.js');
 bundle(path.join(here, 'server.ts'), path.join(dir, 'server.js'));
 fs.copyFileSync(path.join(root, 'package.json'), path.join(dir, 'package.json'));
 fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
@@ -49,12 +59,12 @@ async function startServer() {
   return { child, ...JSON.parse(line) };
 }
 
-function startDaemon(name, server, feeder) {
+function startDaemon(name, server, feeder, cli = 'qentropy.js') {
   const tokenFile = path.join(dir, `${name}.token`);
   fs.writeFileSync(tokenFile, server.token, { mode: 0o600 });
   const config = path.join(dir, `${name}.json`);
   fs.writeFileSync(config, JSON.stringify({ stateDir: dir, log: { level: 'error' }, feeder: { enabled: true, sources: [{ url: server.url, tokenFile }], status: { file: path.join(dir, `${name}-status.json`), listen: false }, ...feeder } }));
-  const child = spawn(process.execPath, [path.join(dir, 'qentropy.js'), 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(dir, cli), 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
   return child;
 }
@@ -71,28 +81,41 @@ const isRoot = process.getuid() === 0;
 const server = await startServer();
 const results = {};
 
-// 1. Peak throughput into the file sink (SP 800-90B on every block; then also FIPS 140-2).
-for (const fips of [false, true]) {
-  const out = path.join(dir, `through-${fips}.bin`);
-  const d = startDaemon(`through-${fips}`, server, {
-    kernel: { enabled: false },
-    health: { fips140: fips },
-    buffer: { capacityBytes: 16 * 1024 * 1024 },
-    sources: [{ url: server.url, tokenFile: path.join(dir, `through-${fips}.token`), blocksPerRequest: 512 }],
-    files: [{ path: out, bytes: 1024 * 1024, intervalMs: 0 }],
-  });
-  fs.writeFileSync(path.join(dir, `through-${fips}.token`), server.token, { mode: 0o600 });
-  while (fileSize(out) < 16 * 1024 * 1024) await sleep(50); // past start-up and the first buffer fill
-  const b0 = fileSize(out);
-  const c0 = cpuSeconds(d.pid);
-  const t0 = process.hrtime.bigint();
-  await sleep(seconds * 1000);
-  const bytes = fileSize(out) - b0;
-  const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-  const cpu = cpuSeconds(d.pid) - c0;
-  await stop(d);
-  fs.rmSync(out, { force: true });
-  results[`ours-${fips ? 'fips' : '90b'}`] = { mbps: bytes / elapsed / 1e6, cpu: cpu / elapsed };
+// 1. Peak throughput into the file sink (SP 800-90B on every block; then also FIPS 140-2),
+//    for each build, alternating.
+const contenders = [...(baselineRoot ? [['baseline', 'baseline.js']] : []), ['this build', 'qentropy.js']];
+for (let round = 0; round < rounds; round++) {
+  for (const [build, cli] of contenders) {
+    for (const fips of [false, true]) {
+      const name = `through-${round}-${cli}-${fips}`;
+      const out = path.join(dir, `${name}.bin`);
+      const d = startDaemon(
+        name,
+        server,
+        {
+          kernel: { enabled: false },
+          health: { fips140: fips },
+          buffer: { capacityBytes: 16 * 1024 * 1024 },
+          sources: [{ url: server.url, tokenFile: path.join(dir, `${name}.token`), blocksPerRequest: 512 }],
+          files: [{ path: out, bytes: 1024 * 1024, intervalMs: 0 }],
+        },
+        cli,
+      );
+      while (fileSize(out) < 16 * 1024 * 1024) await sleep(50); // past start-up and the first buffer fill
+      const b0 = fileSize(out);
+      const c0 = cpuSeconds(d.pid);
+      const s0 = cpuSeconds(server.child.pid);
+      const t0 = process.hrtime.bigint();
+      await sleep(seconds * 1000);
+      const bytes = fileSize(out) - b0;
+      const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+      const cpu = cpuSeconds(d.pid) - c0;
+      const serverCpu = cpuSeconds(server.child.pid) - s0;
+      await stop(d);
+      fs.rmSync(out, { force: true });
+      (results[`${build}-${fips ? 'fips' : '90b'}`] ??= []).push({ mbps: bytes / elapsed / 1e6, cpu: cpu / elapsed, serverCpu: serverCpu / elapsed });
+    }
+  }
 }
 
 // 2. rngd reading the same kind of bytes from a named pipe, feeding /dev/random (FIPS 140-2 on).
@@ -148,10 +171,15 @@ await stop(server.child);
 
 const f = (x, d = 1) => (x === undefined ? 'n/a' : x.toFixed(d));
 console.log(`\nfeeder benchmark (${os.cpus()[0]?.model ?? 'cpu'}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${process.version})`);
-console.log('\n| contender | MB/s | CPU (cores busy) |\n|---|---|---|');
-console.log(`| qentropy feeder, local entropy API -> file sink, SP 800-90B | ${f(results['ours-90b']?.mbps)} | ${f(results['ours-90b']?.cpu, 2)} |`);
-console.log(`| qentropy feeder, same, + FIPS 140-2 tests | ${f(results['ours-fips']?.mbps)} | ${f(results['ours-fips']?.cpu, 2)} |`);
-console.log(`| rngd (rng-tools5), named pipe -> /dev/random, FIPS 140-2 | ${f(results.rngd?.mbps)} | ${f(results.rngd?.cpu, 2)} |`);
+console.log(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${rounds} round(s) of ${seconds} s`);
+console.log('\n| contender | MB/s (each run) | CPU (cores busy) | the entropy API\'s CPU |\n|---|---|---|---|');
+const runs = (rows, key, d) => rows?.map((r) => f(r[key], d)).join(' · ') ?? 'n/a';
+for (const [build] of contenders) {
+  const label = contenders.length > 1 ? `${build}: ` : '';
+  console.log(`| ${label}qentropy feeder, local entropy API -> file sink, SP 800-90B | ${runs(results[`${build}-90b`], 'mbps')} | ${runs(results[`${build}-90b`], 'cpu', 2)} | ${runs(results[`${build}-90b`], 'serverCpu', 2)} |`);
+  console.log(`| ${label}qentropy feeder, same, + FIPS 140-2 tests | ${runs(results[`${build}-fips`], 'mbps')} | ${runs(results[`${build}-fips`], 'cpu', 2)} | ${runs(results[`${build}-fips`], 'serverCpu', 2)} |`);
+}
+console.log(`| rngd (rng-tools5), named pipe -> /dev/random, FIPS 140-2 | ${f(results.rngd?.mbps)} | ${f(results.rngd?.cpu, 2)} | |`);
 if (results.idle) {
   console.log('\n| idle cost | CPU seconds per hour |\n|---|---|');
   console.log(`| qentropy feeder, default cadence (kernel 512 B / 60 s), measured ${idleSeconds} s, scaled | ${f(results.idle.perHour, 2)} |`);

@@ -87,6 +87,8 @@ export class EntropyClient {
       data = decodeEntropyResponse(body);
     } catch (err) {
       throw invalidResponse(body, err);
+    } finally {
+      this.transport.release(body); // the bytes, base64-encoded: erased once decoded (or refused)
     }
     if (data.length !== size * BLOCK_SIZE) {
       data.fill(0);
@@ -117,6 +119,8 @@ export class EntropyClient {
       return decodeApplianceResponse(body, { blockSize, blockCount }).data;
     } catch (err) {
       throw invalidResponse(body, err);
+    } finally {
+      this.transport.release(body);
     }
   }
 
@@ -128,6 +132,8 @@ export class EntropyClient {
         this.policy.succeeded();
         return data;
       } catch (err) {
+        // Called off: not a failure of the server's, so neither retried nor counted.
+        if (options.signal?.aborted) throw err;
         const delay = this.policy.nextDelay(err);
         if (delay === undefined) throw err;
         this.options.onRetry?.({
@@ -171,7 +177,11 @@ export class EntropyClient {
       }
       throw new EntropyClientError(`request to ${url.origin} failed: ${(err as Error).message}`, 'transient');
     }
-    if (response.statusCode !== 200) throw statusError(response.statusCode, response.headers['retry-after'], response.body);
+    if (response.statusCode !== 200) {
+      const error = statusError(response.statusCode, response.headers['retry-after'], response.body);
+      this.transport.release(response.body);
+      throw error;
+    }
     return response.body;
   }
 

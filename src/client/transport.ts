@@ -7,6 +7,7 @@ import type * as Https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 
 import { http, https } from '../node-http.js';
+import { RecycledBuffers } from '../recycled-buffers.js';
 import { checkClientSocket, defaultGroups, type ClientWatch } from '../pqtls/index.js';
 
 export interface TransportOptions {
@@ -34,6 +35,7 @@ export interface TransportRequest {
 export interface TransportResponse {
   statusCode: number;
   headers: Http.IncomingHttpHeaders;
+  /** Hand it back with release() once read: it is erased and may be reused. */
   body: Buffer;
 }
 
@@ -55,6 +57,12 @@ const IDLE_MS = 10_000;
 export class HttpTransport {
   private readonly httpAgent: Http.Agent;
   private readonly httpsAgent: Https.Agent;
+  /**
+   * Bodies of a stated length are received into these (a feeder's are all one length):
+   * room for two 512-block bodies, the one being decoded and the one asked for ahead.
+   */
+  private readonly bodies = new RecycledBuffers(2 * 1024 * 1024);
+  private readonly recycled = new WeakSet<Buffer>();
 
   constructor(private readonly options: TransportOptions) {
     // `timeout` on an agent closes only *idle* pooled sockets; requests in flight are
@@ -84,14 +92,14 @@ export class HttpTransport {
           answered = true;
           const status = res.statusCode ?? 0;
           const limit = req.bodyLimit(status);
-          const chunks: Buffer[] = [];
+          const body = this.receive(res.headers['content-length'], limit);
           let total = 0;
           res.on('data', (chunk: Buffer) => {
             total += chunk.length;
             if (total > limit) res.destroy(new Error(`response larger than ${limit} bytes`));
-            else chunks.push(chunk);
+            else body.add(chunk);
           });
-          res.on('end', () => resolve({ statusCode: status, headers: res.headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) }));
+          res.on('end', () => resolve({ statusCode: status, headers: res.headers, body: body.take(total) }));
           res.on('error', (err) => reject(new TransportError('response', reason(err, timeout), status)));
         },
       );
@@ -102,10 +110,58 @@ export class HttpTransport {
     });
   }
 
+  /** Erases a response's body; the transport may reuse its memory for a later one. */
+  release(body: Buffer): void {
+    if (this.recycled.has(body)) {
+      this.recycled.delete(body);
+      this.bodies.release(body);
+    } else {
+      body.fill(0);
+    }
+  }
+
+  /**
+   * Where a body is gathered: straight into one recycled buffer when the server states
+   * its length (within the limit), else chunk by chunk. Either way each chunk is erased
+   * once copied (an entropy response's chunks hold its bytes, base64-encoded).
+   */
+  private receive(contentLength: string | undefined, limit: number): { add(chunk: Buffer): void; take(total: number): Buffer } {
+    const stated = contentLength !== undefined && /^\d{1,10}$/.test(contentLength) ? Number(contentLength) : -1;
+    if (stated > 0 && stated <= limit) {
+      const target = this.bodies.acquire(stated);
+      this.recycled.add(target);
+      let at = 0;
+      return {
+        add: (chunk) => {
+          // Node's parser stops a body at its stated length; this guards the copy anyway.
+          at += chunk.copy(target, at);
+          chunk.fill(0);
+        },
+        take: (total) => (total === stated ? target : target.subarray(0, at)),
+      };
+    }
+    const chunks: Buffer[] = [];
+    return {
+      add: (chunk) => void chunks.push(chunk),
+      take: (total) => joinAndErase(chunks, total),
+    };
+  }
+
   close(): void {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
+}
+
+/**
+ * The body in one Buffer; the chunks it was read in are erased once copied (an entropy
+ * response's chunks hold its bytes, base64-encoded, and the caller erases only the body).
+ */
+function joinAndErase(chunks: Buffer[], total: number): Buffer {
+  if (chunks.length === 1) return chunks[0]!;
+  const body = Buffer.concat(chunks, total);
+  for (const chunk of chunks) chunk.fill(0);
+  return body;
 }
 
 /**

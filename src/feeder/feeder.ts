@@ -248,7 +248,9 @@ export class Feeder {
         continue;
       }
       try {
-        const passed = await source.pull(this.buffer.room, this.signal);
+        // With room for more than this pull, the next request goes out while this one is tested.
+        const room = this.buffer.room;
+        const passed = await source.pull(room, this.signal, room - source.blocksPerRequest * BLOCK_SIZE);
         await this.putAll(passed);
       } catch {
         // Logged by the source's events; a stopped source is skipped from now on.
