@@ -11,7 +11,7 @@
 // first link; S gets its own fresh seed and `wrap` = key ⊕ HKDF(seed_S ‖ PSK_AS, info(key_ID,
 // size, origin, S)), so the key stays as strong as the A–S link (a one-time pad from S's
 // link secret) and S recovers it as wrap ⊕ its own derivation (wrapForSite).
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey } from 'node:crypto';
 
 export const SEED_BYTES = 32;
 /** HKDF-SHA-256 can produce at most 255 hash blocks. */
@@ -69,16 +69,21 @@ export function wrapForSite(key: Buffer, pad: Buffer): Buffer {
   return out;
 }
 
-const ZERO_SALT = Buffer.alloc(32);
+const ZERO_SALT = createSecretKey(Buffer.alloc(32));
 
 /**
  * RFC 5869 HKDF-SHA-256 with an empty salt (= HashLen zero bytes), written with node:crypto's
- * HMAC: `hkdfSync` fetches the OpenSSL KDF on every call (33 µs against 4–6 µs for one HMAC,
- * benchmarks/README.md issue 29 item 8), which matters at thousands of keys per second.
- * Checked against `openssl kdf` in tests.
+ * HMAC: `hkdfSync` fetches the OpenSSL KDF on every call (12–33 µs against 2.4–6 µs for one
+ * HMAC, benchmarks/README.md issue 29 item 8), which matters at thousands of keys per second.
+ * The HMAC keys are KeyObjects: given a Buffer, Node 22+ imports the key anew inside every
+ * HMAC (16 µs against 2.4 µs, plus 1 µs to make the KeyObject). The PRK's Buffer is zeroed
+ * at once; its KeyObject copy is freed, cleared, when collected. Checked against
+ * `openssl kdf` in tests.
  */
 export function hkdfSha256(ikm: Buffer, info: Buffer, length: number): Buffer {
-  const prk = createHmac('sha256', ZERO_SALT).update(ikm).digest();
+  const prkBytes = createHmac('sha256', ZERO_SALT).update(ikm).digest();
+  const prk = createSecretKey(prkBytes);
+  prkBytes.fill(0);
   const blocks = Math.ceil(length / 32);
   const out = Buffer.allocUnsafe(blocks * 32);
   let previous = Buffer.alloc(0);
@@ -88,7 +93,6 @@ export function hkdfSha256(ikm: Buffer, info: Buffer, length: number): Buffer {
     previous = block;
     previous.copy(out, (i - 1) * 32);
   }
-  prk.fill(0);
   previous.fill(0);
   const key = Buffer.from(out.subarray(0, length));
   out.fill(0);

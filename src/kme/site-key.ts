@@ -1,7 +1,7 @@
 // Keys at rest are sealed with the site key: AES-256-GCM, a fresh 96-bit IV per key, and
 // the key's ID and link as associated data, so a sealed key moved to another row (or
 // another link) fails to open rather than being served under the wrong ID.
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 
 import { refuseSharedFile } from '../config/private-file.js';
@@ -18,7 +18,17 @@ export class SiteKey {
   private ivPool = Buffer.alloc(0);
   private ivOffset = 0;
 
-  private constructor(private readonly key: Buffer) {}
+  /**
+   * The key as a KeyObject, made once: given as a Buffer, Node 22+ imports the key anew
+   * on every cipher and HMAC (16-17 µs each here against 2.4-3.2 µs, and a third of a
+   * receiving site's CPU at full key rate; benchmarks/README.md, issue 29 item 8).
+   */
+  private readonly key: KeyObject;
+
+  private constructor(raw: Buffer) {
+    this.key = createSecretKey(raw);
+    raw.fill(0);
+  }
 
   /** A fresh random 96-bit IV (never handed out twice: the pool only moves forward). */
   private nextIv(): Buffer {
