@@ -6,6 +6,7 @@ import type * as Http from 'node:http';
 import type * as Https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 
+import { deadline } from '../deadline.js';
 import { http, https } from '../node-http.js';
 import { RecycledBuffers } from '../recycled-buffers.js';
 import { checkClientSocket, defaultGroups, type ClientWatch } from '../pqtls/index.js';
@@ -80,8 +81,11 @@ export class HttpTransport {
   }
 
   request(url: URL, req: TransportRequest): Promise<TransportResponse> {
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
+    const limit = deadline(this.options.timeoutMs, req.signal);
+    return this.send(url, req, limit.signal).finally(() => limit.clear());
+  }
+
+  private send(url: URL, req: TransportRequest, signal: AbortSignal): Promise<TransportResponse> {
     const secure = url.protocol === 'https:';
     return new Promise((resolve, reject) => {
       let answered = false;
@@ -100,11 +104,11 @@ export class HttpTransport {
             else body.add(chunk);
           });
           res.on('end', () => resolve({ statusCode: status, headers: res.headers, body: body.take(total) }));
-          res.on('error', (err) => reject(new TransportError('response', reason(err, timeout), status)));
+          res.on('error', (err) => reject(new TransportError('response', reason(err, signal), status)));
         },
       );
       outgoing.on('error', (err) => {
-        if (!answered) reject(new TransportError('request', reason(err, timeout)));
+        if (!answered) reject(new TransportError('request', reason(err, signal)));
       });
       outgoing.end(req.body);
     });
@@ -183,7 +187,7 @@ function watchAgent(agent: Https.Agent, watch: ClientWatch): void {
 }
 
 /** One line for what went wrong on the wire. */
-function reason(err: Error & { code?: string }, timeout: AbortSignal): string {
-  if (timeout.aborted) return 'timed out';
+function reason(err: Error & { code?: string }, signal: AbortSignal): string {
+  if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') return 'timed out';
   return err.code && !err.message.includes(err.code) ? `${err.message} (${err.code})` : err.message;
 }

@@ -6,6 +6,7 @@ import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 
 import { Agent, request } from 'undici';
 
+import { deadline } from '../deadline.js';
 import { identityFromNames } from '../pki/identity.js';
 import { defaultGroups, type TlsLog } from '../pqtls/index.js';
 import { watchedConnector } from '../pqtls/undici-connector.js';
@@ -108,6 +109,15 @@ export class PeerClient {
 
   /** POSTs JSON to an inter-KME path; resolves the parsed reply or throws PeerCallError. */
   async post<T>(path: string, body: unknown, timeoutMs = this.timeoutMs): Promise<T> {
+    const limit = deadline(timeoutMs);
+    try {
+      return await this.postWithin<T>(path, body, timeoutMs, limit.signal);
+    } finally {
+      limit.clear();
+    }
+  }
+
+  private async postWithin<T>(path: string, body: unknown, timeoutMs: number, signal: AbortSignal): Promise<T> {
     let res;
     try {
       res = await request(`${this.baseUrl}${path}`, {
@@ -115,7 +125,7 @@ export class PeerClient {
         dispatcher: this.agent,
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal,
       });
     } catch (err) {
       const code = errorCode(err);
