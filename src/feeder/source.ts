@@ -7,6 +7,7 @@
 import { BLOCK_SIZE, EntropyClient, EntropyClientError } from '../client/index.js';
 import { NativeGate, type GateBlockVerdict } from '../native/gate.js';
 import { FIPS140_BLOCK_BYTES, Fips140Tester } from '../native/health.js';
+import { RecycledBuffers } from '../recycled-buffers.js';
 import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from '../sources/failure-window.js';
 
 export interface FeederSourceOptions {
@@ -83,7 +84,10 @@ export interface SourceEvents {
   returned(info: { source: string; after: string }): void;
 }
 
-/** The blocks of one pull that passed every test, concatenated (the caller zeroes it). */
+/**
+ * The blocks of one pull that passed every test, concatenated. The caller zeroes it, and
+ * is done with it (and the buffer behind it) when it pulls from the source again.
+ */
 export type Passed = Buffer;
 
 export { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT } from '../sources/failure-window.js';
@@ -97,6 +101,13 @@ export class FeederSource {
   /** Bytes that passed the per-block tests, waiting for a whole FIPS block. */
   private fipsStage = Buffer.alloc(0);
   private failedInARow = 0;
+  /**
+   * Responses are decoded into these: the one being used and the one asked for ahead
+   * alternate, so no 512 KiB buffer is allocated per response (see recycled-buffers.ts).
+   */
+  private readonly decoded = new RecycledBuffers(2 * 512 * BLOCK_SIZE);
+  /** The buffer behind the last pull's result: the caller is done with it at the next pull. */
+  private lastDecoded: Buffer | undefined;
   /** The next response, asked for while this one is tested (pull()'s `next`). */
   private ahead: { response: Promise<Buffer>; abort: AbortController } | undefined;
   private readonly sp800_90bRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
@@ -164,6 +175,7 @@ export class FeederSource {
    * it) while this one is tested.
    */
   async pull(maxBytes: number, signal: AbortSignal, next = 0): Promise<Passed> {
+    this.recycleLast();
     let data: Buffer;
     try {
       data = await this.takeResponse(this.blocksFor(maxBytes), signal);
@@ -185,6 +197,7 @@ export class FeederSource {
       delete this.status.lastError;
     }
     this.status.state = 'active';
+    this.lastDecoded = data;
     if (next >= BLOCK_SIZE) this.fetchAhead(this.blocksFor(next), signal);
     this.status.bytesPulled += data.length;
     // Blocks that pass stay where they are in the response's buffer, moved up only past
@@ -236,12 +249,20 @@ export class FeederSource {
   private takeResponse(blocks: number, signal: AbortSignal): Promise<Buffer> {
     const ahead = this.ahead;
     this.ahead = undefined;
-    return ahead?.response ?? this.client.fetch(blocks, { signal });
+    return ahead?.response ?? this.client.fetch(blocks, { signal, into: this.decodeTarget });
+  }
+
+  private readonly decodeTarget = (bytes: number): Buffer => this.decoded.acquire(bytes);
+
+  /** The last pull's buffer goes back for reuse (erased again: its caller erased what it used). */
+  private recycleLast(): void {
+    if (this.lastDecoded) this.decoded.release(this.lastDecoded);
+    this.lastDecoded = undefined;
   }
 
   private fetchAhead(blocks: number, signal: AbortSignal): void {
     const abort = new AbortController();
-    const response = this.client.fetch(blocks, { signal: AbortSignal.any([signal, abort.signal]) });
+    const response = this.client.fetch(blocks, { signal: AbortSignal.any([signal, abort.signal]), into: this.decodeTarget });
     response.catch(() => {}); // its error is the next pull's, when it takes this response
     this.ahead = { response, abort };
   }
@@ -378,6 +399,7 @@ export class FeederSource {
 
   async close(): Promise<void> {
     this.dropAhead();
+    this.recycleLast();
     this.fipsStage.fill(0);
     await this.client.close();
   }
