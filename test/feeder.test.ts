@@ -12,6 +12,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { FeedBuffer, Feeder, FileSink, KernelSink } from '../src/feeder/index.js';
 import { FeederSource, type FeederSourceOptions, type SourceEvents, type SourceStatus } from '../src/feeder/source.js';
+import { NativeGate } from '../src/native/gate.js';
+import { Fips140Tester, FIPS140_BLOCK_BYTES } from '../src/native/health.js';
 import { KernelRandom } from '../src/native/kernel.js';
 import { FeederRole } from '../src/roles/feeder.js';
 import { captureLogger, goodBlock, stuckBlock, testSourceOptions, Upstream, waitFor } from './feeder-harness.js';
@@ -79,6 +81,41 @@ describe('feeder pipeline', () => {
     expect(metrics).toMatch(/qentropy_feeder_bytes_dropped_total\{source="[^"]+",reason="repetition-count"\} 3072\n/);
     expect(metrics).toMatch(/qentropy_feeder_bytes_passed_total\{source="[^"]+"\} 5120\n/);
     expect(metrics).toMatch(/qentropy_feeder_buffer_level_bytes 0/);
+  });
+
+  it('with FIPS 140-2 on, the file sink receives exactly the 2,500-byte windows that passed, in order, across responses', async () => {
+    // 48 KiB in 3 responses of 16 blocks: 19 whole FIPS windows, of which the third has bit
+    // 0 of every byte set (56 % ones: it fails the monobit test, while its bytes still pass
+    // RCT, APT and the pattern check). Drawn again until the same tests, run here, say so.
+    const FIPS = FIPS140_BLOCK_BYTES;
+    let stream: Buffer;
+    for (;;) {
+      stream = Buffer.concat(Array.from({ length: 48 }, () => goodBlock()));
+      for (let i = 2 * FIPS; i < 3 * FIPS; i++) stream[i]! |= 1;
+      const verdicts = await new NativeGate({ minEntropy: 7.5, alphaLog2: 20 }).test(stream);
+      const fips = new Fips140Tester();
+      const windows = Array.from({ length: 19 }, (_, w) => fips.testBlock(stream.subarray(w * FIPS, (w + 1) * FIPS)).passed);
+      if (verdicts.every((v) => v.healthPassed && v.patternPassed) && windows.every((ok, w) => ok === (w !== 2))) break;
+    }
+    // (The windows after it in the same response are moved up past it.)
+    const expected = Buffer.concat([stream.subarray(0, 2 * FIPS), stream.subarray(3 * FIPS, 19 * FIPS)]);
+    upstream.pool.clear();
+    upstream.pool.put(Buffer.from(stream));
+    const file = path.join(dir, 'fips-passed.bin');
+    const feeder = new Feeder({
+      sources: [sourceOptions(await upstream.token(), { blocksPerRequest: 16, fips140: true })],
+      sinks: [new FileSink({ path: file, bytes: 1000, intervalMs: 0 })],
+      buffer: new FeedBuffer({ capacity: 64 * 1024 }),
+      logger: captureLogger().logger,
+    });
+    await feeder.start();
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 60_000, 'the file sink');
+    const status = feeder.statusNow();
+    await feeder.stop();
+    expect(fs.readFileSync(file).equals(expected)).toBe(true);
+    expect(status.sources[0]).toMatchObject({ bytesPulled: 48 * 1024, bytesPassed: 18 * FIPS, bytesAwaitingFips: 48 * 1024 - 19 * FIPS });
+    expect(status.sources[0]!.bytesDropped.fips140).toBe(FIPS);
+    expectBytesAccountedFor(status.sources[0]!);
   });
 
   it('a source whose blocks keep failing is disabled with a clear message, and nothing is fed', async () => {

@@ -100,6 +100,8 @@ export class FeederSource {
   private readonly fips: Fips140Tester | undefined;
   /** Bytes that passed the per-block tests, waiting for a whole FIPS block. */
   private fipsStage = Buffer.alloc(0);
+  /** Where fipsFilter tests and gathers a pull's blocks (grown once to a response and a block). */
+  private fipsScratch = Buffer.alloc(0);
   private failedInARow = 0;
   /**
    * Responses are decoded into these: the one being used and the one asked for ahead
@@ -326,13 +328,24 @@ export class FeederSource {
     return undefined;
   }
 
-  /** Runs the FIPS 140-2 tests on whole 2,500-byte blocks; the rest waits for the next pull. */
+  /**
+   * Runs the FIPS 140-2 tests on whole 2,500-byte blocks; the rest waits for the next pull.
+   * The blocks are tested in one scratch buffer, kept from pull to pull, and the passing
+   * ones moved up in it: the result is a view of it, the caller's until its next pull
+   * (two fresh buffers per response had made the garbage collector a fifth of the work).
+   */
   private fipsFilter(fresh: Buffer): Buffer {
-    const staged = Buffer.concat([this.fipsStage, fresh]);
+    const length = this.fipsStage.length + fresh.length;
+    if (this.fipsScratch.length < length) {
+      this.fipsScratch.fill(0);
+      this.fipsScratch = Buffer.alloc(length);
+    }
+    const staged = this.fipsScratch.subarray(0, length);
+    this.fipsStage.copy(staged, 0);
+    fresh.copy(staged, this.fipsStage.length);
     this.fipsStage.fill(0);
     fresh.fill(0);
     const whole = staged.length - (staged.length % FIPS140_BLOCK_BYTES);
-    const out = Buffer.alloc(whole);  // the blocks that pass, copied in as they do
     let outBytes = 0;
     let off = 0;
     for (; off < whole; off += FIPS140_BLOCK_BYTES) {
@@ -340,7 +353,8 @@ export class FeederSource {
       const report = this.fips!.testBlock(block);
       const limitReached = this.fipsRate.record(!report.passed);
       if (report.passed) {
-        outBytes += block.copy(out, outBytes);
+        if (outBytes !== off) staged.copyWithin(outBytes, off, off + FIPS140_BLOCK_BYTES);
+        outBytes += FIPS140_BLOCK_BYTES;
         continue;
       }
       this.status.bytesDropped.fips140 += FIPS140_BLOCK_BYTES;
@@ -358,8 +372,8 @@ export class FeederSource {
     // random) waits for the next pull; distrust() drops it.
     this.fipsStage = Buffer.from(staged.subarray(off));
     this.status.bytesAwaitingFips = this.fipsStage.length;
-    staged.fill(0);
-    return out.subarray(0, outBytes);
+    staged.fill(0, outBytes);
+    return staged.subarray(0, outBytes);
   }
 
   private fail(test: HealthTestName, detail: string): void {
@@ -400,6 +414,7 @@ export class FeederSource {
   async close(): Promise<void> {
     this.dropAhead();
     this.recycleLast();
+    this.fipsScratch.fill(0);
     this.fipsStage.fill(0);
     await this.client.close();
   }
