@@ -53,6 +53,14 @@ interface Item {
 }
 
 export interface LinkSenderOptions {
+  /**
+   * Deliveries to the peer at once (default 1). One in flight makes each batch carry every
+   * key asked for during the previous round trip: on loopback with 16 SAE clients, four
+   * rounds alternated against 2 gave 1,607-2,155 against 1,062-1,772 keys/s and 0.60-0.79
+   * against 0.77-1.12 ms of CPU per request (the peer commits once per delivery, so fewer,
+   * larger deliveries cost it less). On a long link a batch still carries up to
+   * maxBatchKeys keys per round trip.
+   */
   maxInflight?: number;
   maxBatchKeys?: number;
   /** Sees every delivery answer (the peer's room for new keys). */
@@ -74,7 +82,7 @@ export class LinkSender {
     private readonly log: Logger,
     opts: LinkSenderOptions = {},
   ) {
-    this.maxInflight = opts.maxInflight ?? 2;
+    this.maxInflight = opts.maxInflight ?? 1;
     this.maxBatchKeys = opts.maxBatchKeys ?? 1024;
     this.onReply = opts.onReply;
   }
