@@ -210,12 +210,6 @@ function statusError(status: number, retryAfter: string | string[] | undefined, 
   return new EntropyClientError(describeStatus(status, message, retryAfterMs), classifyStatus(status), status, retryAfterMs, details);
 }
 
-/**
- * The error for a 200 body the decoder refused. The decoder checks blocks as it meets
- * them, so a body cut off after `{"random": ["AAAA", ` was reported as a 3-byte block;
- * when the body is not JSON at all, that is what the message says. (JSON.parse runs only
- * on this error path, never on the bodies that decode.)
- */
 /** The blocks of `body` decoded into `target`; on a refusal the target is erased (it may hold part of them). */
 function decodeInto(body: Buffer, target: Buffer): Buffer {
   try {
@@ -227,6 +221,12 @@ function decodeInto(body: Buffer, target: Buffer): Buffer {
   }
 }
 
+/**
+ * The error for a 200 body the decoder refused. The decoder checks blocks as it meets
+ * them, so a body cut off after `{"random": ["AAAA", ` was reported as a 3-byte block;
+ * when the body is not JSON at all, that is what the message says. (JSON.parse runs only
+ * on this error path, never on the bodies that decode.)
+ */
 function invalidResponse(body: Buffer, err: unknown): EntropyClientError {
   let why = (err as Error).message;
   try {

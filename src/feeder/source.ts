@@ -7,6 +7,7 @@
 import { BLOCK_SIZE, EntropyClient, EntropyClientError } from '../client/index.js';
 import { NativeGate, type GateBlockVerdict } from '../native/gate.js';
 import { FIPS140_BLOCK_BYTES, Fips140Tester } from '../native/health.js';
+import { ReadAhead } from '../read-ahead.js';
 import { RecycledBuffers } from '../recycled-buffers.js';
 import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from '../sources/failure-window.js';
 
@@ -111,7 +112,7 @@ export class FeederSource {
   /** The buffer behind the last pull's result: the caller is done with it at the next pull. */
   private lastDecoded: Buffer | undefined;
   /** The next response, asked for while this one is tested (pull()'s `next`). */
-  private ahead: { response: Promise<Buffer>; abort: AbortController } | undefined;
+  private readonly ahead = new ReadAhead();
   private readonly sp800_90bRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
   private readonly fipsRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
   readonly status: SourceStatus;
@@ -200,7 +201,10 @@ export class FeederSource {
     }
     this.status.state = 'active';
     this.lastDecoded = data;
-    if (next >= BLOCK_SIZE) this.fetchAhead(this.blocksFor(next), signal);
+    if (next >= BLOCK_SIZE) {
+      const blocks = this.blocksFor(next);
+      this.ahead.start((s) => this.client.fetch(blocks, { signal: s, into: this.decodeTarget }), signal);
+    }
     this.status.bytesPulled += data.length;
     // Blocks that pass stay where they are in the response's buffer, moved up only past
     // blocks that failed: no second buffer per pull (a 512 KiB allocation, its zero fill
@@ -249,9 +253,7 @@ export class FeederSource {
 
   /** The response asked for ahead, whatever its size, or a new request for `blocks`. */
   private takeResponse(blocks: number, signal: AbortSignal): Promise<Buffer> {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    return ahead?.response ?? this.client.fetch(blocks, { signal, into: this.decodeTarget });
+    return this.ahead.take() ?? this.client.fetch(blocks, { signal, into: this.decodeTarget });
   }
 
   private readonly decodeTarget = (bytes: number): Buffer => this.decoded.acquire(bytes);
@@ -260,25 +262,6 @@ export class FeederSource {
   private recycleLast(): void {
     if (this.lastDecoded) this.decoded.release(this.lastDecoded);
     this.lastDecoded = undefined;
-  }
-
-  private fetchAhead(blocks: number, signal: AbortSignal): void {
-    const abort = new AbortController();
-    const response = this.client.fetch(blocks, { signal: AbortSignal.any([signal, abort.signal]), into: this.decodeTarget });
-    response.catch(() => {}); // its error is the next pull's, when it takes this response
-    this.ahead = { response, abort };
-  }
-
-  /** Calls off the response asked for ahead; if it arrives anyway, it is erased unread. */
-  private dropAhead(): void {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    if (!ahead) return;
-    ahead.abort.abort(new Error('response asked for ahead is no longer wanted'));
-    ahead.response.then(
-      (data) => data.fill(0),
-      () => {},
-    );
   }
 
   private get outOfService(): boolean {
@@ -403,7 +386,7 @@ export class FeederSource {
   private disable(reason: string): void {
     // Nothing more from this source until it returns to service (and a retry of the
     // request ahead must not report the source as merely retrying).
-    this.dropAhead();
+    this.ahead.drop();
     const retryAt = Date.now() + this.options.retryAfterMs;
     this.status.state = 'disabled';
     this.status.retryAt = retryAt;
@@ -412,7 +395,7 @@ export class FeederSource {
   }
 
   async close(): Promise<void> {
-    this.dropAhead();
+    this.ahead.drop();
     this.recycleLast();
     this.fipsScratch.fill(0);
     this.fipsStage.fill(0);

@@ -13,6 +13,7 @@
 // the filler then empties the pool), the filler stops, and health() says why.
 import type { GateBlockVerdict } from '../native/gate.js';
 import { PatternTester } from '../native/pattern.js';
+import { ReadAhead } from '../read-ahead.js';
 import { FAILURE_WINDOW, FAILURE_WINDOW_LIMIT, FailureWindow } from './failure-window.js';
 import {
   SourceNotRandomError,
@@ -110,7 +111,7 @@ export class HealthGatedSource implements EntropySource {
   /** Raw bytes read but not yet tested (less than a block, or the rest of a read ahead). */
   private carry: Buffer = Buffer.alloc(0);
   /** The raw read started ahead (read()'s `next`): the source delivers it while the bytes before it are tested. */
-  private ahead: Promise<Buffer> | undefined;
+  private readonly ahead = new ReadAhead();
   private previous: Buffer | undefined;
   private consecutiveFailures = 0;
   private testerReady = false;
@@ -155,7 +156,7 @@ export class HealthGatedSource implements EntropySource {
         throw err;
       }
       // The caller will want more: its read starts now and runs while these bytes are tested.
-      if (next > 0 && this.ahead === undefined) this.ahead = this.startRead(wholeBlocks(next), signal);
+      if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.raw.read(wholeBlocks(next), s), signal);
       const all = this.carry.length ? Buffer.concat([this.carry, data]) : data;
       if (this.carry.length) {
         this.carry.fill(0);
@@ -207,25 +208,7 @@ export class HealthGatedSource implements EntropySource {
   /** `n` raw bytes (or the read started ahead, whatever its size); none when the carry already holds enough. */
   private async rawRead(n: number, signal: AbortSignal | undefined): Promise<Buffer> {
     if (n <= 0) return Buffer.alloc(0);
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    return ahead ?? this.raw.read(n, signal);
-  }
-
-  private startRead(n: number, signal: AbortSignal | undefined): Promise<Buffer> {
-    const read = this.raw.read(n, signal);
-    read.catch(() => {}); // its error is the next read()'s, when it takes this one
-    return read;
-  }
-
-  /** Erases the read started ahead when it arrives (out of service, closing). */
-  private dropAhead(): void {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    ahead?.then(
-      (data) => data.fill(0),
-      () => {},
-    );
+    return this.ahead.take() ?? this.raw.read(n, signal);
   }
 
   private outOfService(): boolean {
@@ -329,7 +312,7 @@ export class HealthGatedSource implements EntropySource {
   }
 
   private takeOutOfService(reason: string, notRandom: boolean): void {
-    this.dropAhead();
+    this.ahead.drop();
     this.state = 'failed';
     this.message = reason;
     this.notRandom = notRandom;
@@ -356,7 +339,7 @@ export class HealthGatedSource implements EntropySource {
   }
 
   async close(): Promise<void> {
-    this.dropAhead();
+    this.ahead.drop();
     this.carry.fill(0);
     this.previous?.fill(0);
     await this.raw.close();
