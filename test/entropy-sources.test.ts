@@ -18,6 +18,8 @@ import {
   RdseedSource,
   UpstreamSource,
 } from '../src/sources/index.js';
+import type { GateBlockVerdict } from '../src/native/gate.js';
+import { NativeGate } from '../src/native/gate.js';
 import { createNativeTester } from '../src/sources/native-tester.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { call, makeToken, startTestServer } from './entropy-harness.js';
@@ -258,6 +260,27 @@ class RecordedSource {
   async close(): Promise<void> {}
 }
 
+describe('NativeGate', () => {
+  it('tests batches handed over before the last one is back in the order given, as one at a time would', async () => {
+    // Block 40 repeats block 39 across the boundary of the first two batches: only a gate
+    // that saw them in order flags it.
+    const data = goodBytes(96 * 1024);
+    data.copy(data, 40 * 1024, 39 * 1024, 40 * 1024);
+    const batches = [data.subarray(0, 40 * 1024), data.subarray(40 * 1024, 72 * 1024), data.subarray(72 * 1024)];
+    const oneAtATime = new NativeGate({ minEntropy: 7.5 });
+    const sequential: GateBlockVerdict[] = [];
+    for (const batch of batches) sequential.push(...(await oneAtATime.test(batch)));
+    const together = new NativeGate({ minEntropy: 7.5 });
+    const concurrent = (await Promise.all(batches.map((batch) => together.test(batch)))).flat();
+    expect(concurrent).toEqual(sequential);
+    expect(concurrent.map((v, i) => (v.repeated ? i : -1)).filter((i) => i >= 0)).toEqual([40]);
+    // A bad batch among them is refused on its own; the others are tested.
+    const third = new NativeGate({ minEntropy: 7.5 });
+    const results = await Promise.allSettled([third.test(batches[0]!), third.test(Buffer.alloc(1000)), third.test(batches[1]!)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+  });
+});
+
 describe('health gate reading ahead (issue 30)', () => {
   it('starts the next raw read while a read is tested, only when asked, and returns bytes in stream order', async () => {
     const data = goodBytes(1024 * 1024);
@@ -278,6 +301,31 @@ describe('health gate reading ahead (issue 30)', () => {
     expect(first.length).toBe(63 * 1024);
     expect(Buffer.concat([first, second, third, fourth]).equals(data.subarray(1024, 192 * 1024))).toBe(true);
     expect(gate.health().blocksPassed).toBe(191);
+    await gate.close();
+  });
+
+  it('hands the read ahead to the tester as it arrives, before this read\'s verdicts are back', async () => {
+    // A tester whose verdicts come when the test says: every block passes.
+    const batches: { blocks: Buffer; pass: () => void }[] = [];
+    const tester = {
+      testBlocks: (blocks: Buffer) =>
+        new Promise<GateBlockVerdict[]>((resolve) => {
+          const verdict = { healthPassed: true, ready: true, patternPassed: true, repeated: false };
+          batches.push({ blocks, pass: () => resolve(Array.from({ length: blocks.length / 1024 }, () => ({ ...verdict }))) });
+        }),
+    };
+    const data = goodBytes(256 * 1024);
+    const gate = new HealthGatedSource(new RecordedSource(data), { tester });
+    const reading = gate.read(64 * 1024, undefined, 64 * 1024);
+    // The first read's verdicts are held back: the second read's bytes reach the tester anyway.
+    await waitFor(() => batches.length === 2, 10_000, 'the read ahead handed to the tester');
+    expect(batches[1]!.blocks.equals(data.subarray(64 * 1024, 128 * 1024))).toBe(true);
+    batches[0]!.pass();
+    // (The first block completes start-up and is dropped.)
+    expect((await reading).equals(data.subarray(1024, 64 * 1024))).toBe(true);
+    batches[1]!.pass();
+    expect((await gate.read(64 * 1024)).equals(data.subarray(64 * 1024, 128 * 1024))).toBe(true);
+    expect(batches.length).toBe(2);
     await gate.close();
   });
 

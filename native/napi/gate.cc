@@ -1,5 +1,8 @@
-// Binding for the health gate (health/gate.h): its tests run on a libuv worker thread,
-// one batch per gate at a time, so the event loop only converts the verdicts.
+// Binding for the health gate (health/gate.h): its tests run on libuv worker threads, so
+// the event loop only converts the verdicts. A gate takes a second batch while it tests the
+// first, and tests them in the order given: the worker goes on to the next batch as soon as
+// one is done, instead of idling while the event loop takes the verdicts and hands over the
+// next (about a quarter of the time at 64 KiB batches on this project's 2-core machines).
 //   gateCreate({minEntropy, alphaLog2, startupSamples, historyBytes, linearBits, linearMargin}) -> handle
 //   gateTest(handle, bytes) -> Promise<{flags: Uint8Array, failures: [{index, test?, detail?, pattern?}]}>
 // `bytes` is whole 1,024-byte blocks and must not be changed until the promise settles.
@@ -7,8 +10,10 @@
 // 8 equal to the block before it.
 #include <napi.h>
 
-#include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,13 +24,22 @@
 namespace {
 
 constexpr uint32_t kGateTag = 0x47415445;  // "GATE"
-// A batch is at most 16 MiB: each gate holds one batch's verdicts at a time.
+// A batch is at most 16 MiB, and a gate holds at most two: the one being tested and the next.
 constexpr size_t kMaxBatchBytes = 16u << 20;
+constexpr unsigned kMaxBatchesQueued = 2;
 
 struct GateHolder {
   uint32_t tag = kGateTag;
   qe::gate::Gate gate;
-  std::atomic<bool> busy{false};
+  // Batches handed over and not yet settled (event loop only).
+  unsigned queued = 0;
+  // Turns: each batch takes a ticket when handed over (event loop) and is tested when
+  // `serving` reaches it, so the gate's state sees the stream in order even when two worker
+  // threads hold a batch each.
+  uint64_t next_ticket = 0;
+  std::mutex turn_lock;
+  std::condition_variable turn_taken;
+  uint64_t serving = 0;  // guarded by turn_lock
   GateHolder(const qe::health::Config& h, const qe::pattern::Config& p) : gate(h, p) {}
 };
 
@@ -68,6 +82,7 @@ class GateWorker : public Napi::AsyncWorker {
         handle_ref_(Napi::Persistent(handle)),
         data_ref_(Napi::Persistent(data)),
         holder_(*handle.Data()),
+        ticket_(holder_.next_ticket++),
         bytes_(data.Data()),
         blocks_(data.ElementLength() / qe::gate::kBlockBytes) {}
 
@@ -75,12 +90,21 @@ class GateWorker : public Napi::AsyncWorker {
 
  protected:
   void Execute() override {
+    {
+      std::unique_lock<std::mutex> turn(holder_.turn_lock);
+      holder_.turn_taken.wait(turn, [this] { return holder_.serving == ticket_; });
+    }
     try {
       verdicts_.reserve(blocks_);
       holder_.gate.test(bytes_, blocks_, verdicts_);
     } catch (const std::exception& e) {
       SetError(e.what());
     }
+    {
+      const std::lock_guard<std::mutex> turn(holder_.turn_lock);
+      ++holder_.serving;
+    }
+    holder_.turn_taken.notify_all();
   }
 
   void OnOK() override {
@@ -118,7 +142,7 @@ class GateWorker : public Napi::AsyncWorker {
 
  private:
   void finish() {
-    holder_.busy.store(false);
+    --holder_.queued;
     data_ref_.Reset();
     handle_ref_.Reset();
   }
@@ -127,6 +151,7 @@ class GateWorker : public Napi::AsyncWorker {
   Napi::Reference<Napi::External<GateHolder>> handle_ref_;  // keeps the gate alive while it works
   Napi::Reference<Napi::Uint8Array> data_ref_;
   GateHolder& holder_;
+  const uint64_t ticket_;
   const uint8_t* bytes_;
   size_t blocks_;
   std::vector<qe::gate::Verdict> verdicts_;
@@ -141,10 +166,10 @@ Napi::Value GateTest(const Napi::CallbackInfo& info) {
   const size_t length = data.ElementLength();
   if (length == 0 || length % qe::gate::kBlockBytes != 0 || length > kMaxBatchBytes)
     throw Napi::RangeError::New(env, "gateTest: data must be whole 1024-byte blocks, at most 16 MiB");
-  bool idle = false;
-  if (!holder.busy.compare_exchange_strong(idle, true))
-    throw Napi::Error::New(env, "gateTest: this gate is still testing the previous batch (one at a time, in stream order)");
+  if (holder.queued >= kMaxBatchesQueued)
+    throw Napi::Error::New(env, "gateTest: this gate already holds two batches (the one being tested and the next)");
   auto* worker = new GateWorker(env, info[0].As<Napi::External<GateHolder>>(), data);
+  ++holder.queued;
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

@@ -56,7 +56,8 @@ export interface SyncBlockTester {
 /**
  * A tester that runs every per-block test (RCT/APT, repeated block, pattern check) on a
  * batch of whole blocks off the event loop (createNativeTester: src/native/gate.ts).
- * One batch at a time, in stream order.
+ * Batches are tested in the order handed over, the next possibly before the last one's
+ * verdicts are back.
  */
 export interface BatchBlockTester {
   testBlocks(blocks: Buffer): Promise<GateBlockVerdict[]>;
@@ -70,6 +71,19 @@ export type BlockTester = SyncBlockTester | BatchBlockTester;
  * on within this many bytes of where it was found.
  */
 export const HEALTH_BATCH = 1024 * 1024;
+
+/** Raw bytes handed to the tester, their verdicts to come. */
+interface TestedRead {
+  /** The carry before the read and the bytes read: the first `whole` are being tested. */
+  all: Buffer;
+  whole: number;
+  verdicts: Promise<GateVerdict[]>;
+}
+
+/** Erases a read once the tester is done with its bytes (it reads them until then). */
+function eraseTestedRead(read: TestedRead): void {
+  void read.verdicts.finally(() => read.all.fill(0)).catch(() => {});
+}
 
 /** Everything the gate's rules look at for one block. */
 interface GateVerdict {
@@ -110,8 +124,14 @@ export class HealthGatedSource implements EntropySource {
   private readonly onEvent: (event: HealthEvent) => void;
   /** Raw bytes read but not yet tested (less than a block, or the rest of a read ahead). */
   private carry: Buffer = Buffer.alloc(0);
-  /** The raw read started ahead (read()'s `next`): the source delivers it while the bytes before it are tested. */
-  private readonly ahead = new ReadAhead();
+  /**
+   * The next read started ahead (read()'s `next`): the source delivers it while the bytes
+   * before it are tested, and it goes to the tester as soon as it arrives, so the tester
+   * goes from one read's bytes straight to the next.
+   */
+  private readonly ahead = new ReadAhead<TestedRead>(eraseTestedRead);
+  /** Blocks tested and passed beyond what a read asked for (it asked for less than it announced), for the next read. */
+  private surplus: Buffer[] = [];
   private previous: Buffer | undefined;
   private consecutiveFailures = 0;
   private testerReady = false;
@@ -136,15 +156,21 @@ export class HealthGatedSource implements EntropySource {
 
   async read(n: number, signal?: AbortSignal, next = 0): Promise<Buffer> {
     const want = wholeBlocks(n);
+    if (this.surplus.length > 0 && !this.outOfService()) {
+      const out = this.takeSurplus(want);
+      if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.readAndTest(wholeBlocks(next), s), signal);
+      return out;
+    }
     const passed: Buffer[] = [];
     let passedBytes = 0;
     while (passedBytes === 0) {
       if (this.outOfService()) throw this.outOfServiceError();
       signal?.throwIfAborted();
-      let data: Buffer;
+      let read: TestedRead;
       try {
-        data = await this.rawRead(want - this.carry.length, signal);
+        read = await (this.ahead.take() ?? this.readAndTest(want, signal));
       } catch (err) {
+        if (signal?.aborted) throw err; // the caller called it off: not the source's error
         this.readErrors += 1;
         if (err instanceof SourceOutOfServiceError && !this.outOfService()) {
           // The raw source gave up for good (upstream: 400/401): out of service, its reason.
@@ -155,24 +181,15 @@ export class HealthGatedSource implements EntropySource {
         }
         throw err;
       }
-      // The caller will want more: its read starts now and runs while these bytes are tested.
-      if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.raw.read(wholeBlocks(next), s), signal);
-      const all = this.carry.length ? Buffer.concat([this.carry, data]) : data;
-      if (this.carry.length) {
-        this.carry.fill(0);
-        data.fill(0);
-      }
-      // At most `want` bytes are tested now (a read ahead may have brought more); the
-      // rest waits in the carry, untested, for the next read.
-      const whole = Math.min(all.length - (all.length % HEALTH_BLOCK), want);
-      this.carry = Buffer.from(all.subarray(whole));
-      all.fill(0, whole);
-      // The tests see every block in stream order; the rules below then act on each
-      // block's verdict in the same order, and stop at the first that takes the source
-      // out of service.
+      // The caller will want more: its read starts now, after this one (a stream's reads
+      // must not overlap), and runs while these bytes are tested.
+      if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.readAndTest(wholeBlocks(next), s), signal);
+      const all = read.all;
+      // The tests saw every block in stream order; the rules below act on each block's
+      // verdict in the same order, and stop at the first that takes the source out of service.
       let verdicts: GateVerdict[];
       try {
-        verdicts = await this.verdicts(all.subarray(0, whole));
+        verdicts = await read.verdicts;
       } catch (err) {
         all.fill(0);
         throw err;
@@ -194,6 +211,12 @@ export class HealthGatedSource implements EntropySource {
         throw this.outOfServiceError();
       }
     }
+    // A read started ahead was sized by the caller's `next`; asked for less after all, the
+    // caller gets what it asked for and the next read the passed blocks beyond it.
+    if (passedBytes > want) {
+      this.surplus = passed.splice(want / HEALTH_BLOCK);
+      passedBytes = want;
+    }
     if (passed.length === 1) return passed[0]!;
     // Every block of the read passed (the usual case): it is already one buffer.
     const first = passed[0]!;
@@ -205,10 +228,41 @@ export class HealthGatedSource implements EntropySource {
     return out;
   }
 
-  /** `n` raw bytes (or the read started ahead, whatever its size); none when the carry already holds enough. */
-  private async rawRead(n: number, signal: AbortSignal | undefined): Promise<Buffer> {
-    if (n <= 0) return Buffer.alloc(0);
-    return this.ahead.take() ?? this.raw.read(n, signal);
+  /**
+   * Reads up to `want` bytes after the carry and hands the whole blocks to the tester at once
+   * (their verdicts are awaited by the caller); a partial block stays in the carry.
+   */
+  private async readAndTest(want: number, signal: AbortSignal | undefined): Promise<TestedRead> {
+    const data = want > this.carry.length ? await this.raw.read(want - this.carry.length, signal) : Buffer.alloc(0);
+    if (signal?.aborted) {
+      // Called off while the device delivered (a read ahead no longer wanted): unread.
+      data.fill(0);
+      signal.throwIfAborted();
+    }
+    const all = this.carry.length ? Buffer.concat([this.carry, data]) : data;
+    if (this.carry.length) {
+      this.carry.fill(0);
+      data.fill(0);
+    }
+    const whole = Math.min(all.length - (all.length % HEALTH_BLOCK), want);
+    this.carry = Buffer.from(all.subarray(whole));
+    all.fill(0, whole);
+    const verdicts = this.verdicts(all.subarray(0, whole));
+    verdicts.catch(() => {}); // its error is the reader's, when it awaits these verdicts
+    return { all, whole, verdicts };
+  }
+
+  /** Up to `want` bytes of the surplus, in order (a copy: the blocks it came from are erased). */
+  private takeSurplus(want: number): Buffer {
+    const blocks = this.surplus.splice(0, want / HEALTH_BLOCK);
+    const out = Buffer.concat(blocks);
+    for (const block of blocks) block.fill(0);
+    return out;
+  }
+
+  private eraseSurplus(): void {
+    for (const block of this.surplus) block.fill(0);
+    this.surplus = [];
   }
 
   private outOfService(): boolean {
@@ -223,9 +277,16 @@ export class HealthGatedSource implements EntropySource {
   /** The verdicts of whole blocks, from the batch tester or block by block here. */
   private async verdicts(blocks: Buffer): Promise<GateVerdict[]> {
     if ('testBlocks' in this.tester) {
-      const out: GateVerdict[] = [];
+      // Every batch is handed over now, in order, before another read's can be.
+      const batches: Promise<GateBlockVerdict[]>[] = [];
       for (let off = 0; off < blocks.length; off += HEALTH_BATCH) {
-        for (const v of await this.tester.testBlocks(blocks.subarray(off, off + HEALTH_BATCH))) {
+        const batch = this.tester.testBlocks(blocks.subarray(off, off + HEALTH_BATCH));
+        batch.catch(() => {}); // awaited below; an earlier batch's error may come first
+        batches.push(batch);
+      }
+      const out: GateVerdict[] = [];
+      for (const batch of batches) {
+        for (const v of await batch) {
           out.push({
             passed: v.healthPassed,
             ready: v.ready,
@@ -313,6 +374,7 @@ export class HealthGatedSource implements EntropySource {
 
   private takeOutOfService(reason: string, notRandom: boolean): void {
     this.ahead.drop();
+    this.eraseSurplus();
     this.state = 'failed';
     this.message = reason;
     this.notRandom = notRandom;
@@ -340,6 +402,7 @@ export class HealthGatedSource implements EntropySource {
 
   async close(): Promise<void> {
     this.ahead.drop();
+    this.eraseSurplus();
     this.carry.fill(0);
     this.previous?.fill(0);
     await this.raw.close();
