@@ -223,6 +223,29 @@ describe('health gate on device:PATH', () => {
     await expect(raw.read(1024)).rejects.toThrow(/cannot open/);
   });
 
+  it('reads a device: 1 MiB at a time, and grows a FIFO\'s pipe so one read takes what its writer wrote meanwhile', async () => {
+    const fifo = path.join(dir, 'grown');
+    execFileSync('mkfifo', [fifo]);
+    const createTester = () => createNativeTester(7.5);
+    expect(createSource(parseSourceSpec(`device:${fifo}`), { createTester }).preferredReadBytes).toBe(1024 * 1024);
+    expect(createSource(parseSourceSpec('hwrng'), { createTester }).preferredReadBytes).toBeUndefined(); // slow: 64 KiB
+    // The writer's end, opened read-write so neither open waits for the other, and
+    // non-blocking so a write that does not fit the pipe returns short instead of hanging.
+    const writer = fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK);
+    const raw = new DeviceSource(`device:${fifo}`, fifo);
+    try {
+      fs.writeSync(writer, crypto.randomBytes(1024));
+      expect((await raw.read(1024)).length).toBe(1024); // opened (and grown) by now
+      // Half a MiB fits at once (the default pipe takes 64 KiB), and one read takes it all.
+      const burst = crypto.randomBytes(512 * 1024);
+      expect(fs.writeSync(writer, burst)).toBe(burst.length);
+      expect((await raw.read(1024 * 1024)).equals(burst)).toBe(true);
+    } finally {
+      await raw.close();
+      fs.closeSync(writer);
+    }
+  });
+
   it('refuses a regular file (its bytes would be served again after a restart), at start and when the path is swapped later', async () => {
     const regular = path.join(dir, 'not-a-device.bin');
     fs.writeFileSync(regular, crypto.randomBytes(4096));

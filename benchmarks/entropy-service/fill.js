@@ -8,7 +8,8 @@
 // QENTROPY_ADDON_PATH makes both use one addon. BENCH_MIB (default 64) per run, BENCH_RUNS (3).
 // BENCH_SOURCE=fifo: the raw source is instead a real `device:` source (DeviceSource) on a
 // FIFO that a generator process writes random bytes into as fast as it can (issue 30);
-// BENCH_CHUNK sets the filler's read size (default 64 KiB, the role's default).
+// BENCH_CHUNK sets the filler's read size (default: what the role uses for the source, its
+// preferredReadBytes or 64 KiB; for a FIFO each build's own `device:` default).
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -22,7 +23,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const mib = Number(process.env.BENCH_MIB ?? 64);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const fromFifo = process.env.BENCH_SOURCE === 'fifo';
-const chunk = Number(process.env.BENCH_CHUNK ?? 64 * 1024);
+const chunk = process.env.BENCH_CHUNK ? Number(process.env.BENCH_CHUNK) : undefined;
 
 // A FIFO in a temp dir, with its generator process.
 function startFifo() {
@@ -40,9 +41,8 @@ function startFifo() {
 async function measure(dist) {
   const load = (p) => import(pathToFileURL(path.join(dist, p)).href);
   const { EntropyPool, PoolFiller } = await load('src/pool/index.js');
-  const { HealthGatedSource } = await load('src/sources/index.js');
+  const { HealthGatedSource, createSource, parseSourceSpec } = await load('src/sources/index.js');
   const { createNativeTester } = await load('src/sources/native-tester.js');
-  const { DeviceSource } = await load('src/sources/device.js');
   // 16 MiB of random bytes with no run of 4 equal bytes (at H = 7.5 the RCT drops a block
   // holding one, about once per 16 MiB, which would only add noise to the figure).
   const data = crypto.randomBytes(16 * 1024 * 1024);
@@ -62,12 +62,16 @@ async function measure(dist) {
     async close() {},
   };
   const fifo = fromFifo ? startFifo() : undefined;
-  const source = new HealthGatedSource(fifo ? new DeviceSource('device:fifo', fifo.fifo) : raw, { tester: createNativeTester(7.5) });
+  // The FIFO as the role builds a `device:` source (each build's own read size and pipe).
+  const source = fifo
+    ? createSource(parseSourceSpec(`device:${fifo.fifo}`), { createTester: () => createNativeTester(7.5) })
+    : new HealthGatedSource(raw, { tester: createNativeTester(7.5) });
   const pool = new EntropyPool({ capacity: mib * 1024 * 1024 });
-  const filler = new PoolFiller(pool, source, { chunkSize: chunk });
+  const filler = new PoolFiller(pool, source, chunk ? { chunkSize: chunk } : {});
+  const readBytes = chunk ?? source.preferredReadBytes ?? 64 * 1024;
   if (fifo) {
     // Start-up tests and the first reads before the clock starts.
-    await source.read(chunk);
+    await source.read(readBytes);
   }
   const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
@@ -81,7 +85,7 @@ async function measure(dist) {
   const health = source.health();
   if (health.state === 'failed') throw new Error(`source failed: ${health.message}`);
   const kib = pool.level / 1024;
-  return { mbPerS: pool.level / 1e6 / seconds, cpuUsPerKiB: (used.user + used.system) / kib, blocksFailed: health.blocksFailed };
+  return { mbPerS: pool.level / 1e6 / seconds, cpuUsPerKiB: (used.user + used.system) / kib, blocksFailed: health.blocksFailed, readKiB: readBytes / 1024 };
 }
 
 function child(dist) {
@@ -103,12 +107,12 @@ if (process.argv[2] === '--child') {
     for (const [name, dist] of contenders) results.get(name).push(await child(dist));
   }
   console.log(
-    `fill path, ${mib} MiB per run, ${runs} runs, ${chunk / 1024} KiB reads ${fromFifo ? 'from a FIFO (device: source) ' : ''}through the health gate into the pool; load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+    `fill path, ${mib} MiB per run, ${runs} runs, ${fromFifo ? 'from a FIFO (device: source) ' : ''}through the health gate into the pool; load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`,
   );
-  console.log('| build | MB/s per run | CPU µs per KiB per run | blocks failed |');
-  console.log('|---|---|---|---|');
+  console.log('| build | read KiB | MB/s per run | CPU µs per KiB per run | blocks failed |');
+  console.log('|---|---|---|---|---|');
   for (const [name, rows] of results) {
     const fmt = (f, d) => rows.map((r) => r[f].toFixed(d)).join(' · ');
-    console.log(`| ${name} | ${fmt('mbPerS', 1)} | ${fmt('cpuUsPerKiB', 1)} | ${rows.map((r) => r.blocksFailed).join(' · ')} |`);
+    console.log(`| ${name} | ${rows[0].readKiB} | ${fmt('mbPerS', 1)} | ${fmt('cpuUsPerKiB', 1)} | ${rows.map((r) => r.blocksFailed).join(' · ')} |`);
   }
 }

@@ -1,6 +1,7 @@
 // Bindings for native entropy sources: rdseedAvailable() and rdseedFill(size) -> Promise<Buffer>.
 // The fill runs on a worker thread (RDSEED delivers a few hundred MB/s at best and may
-// stall when drained), so the event loop never waits for it.
+// stall when drained), so the event loop never waits for it. pipeGrow(fd, bytes) -> the
+// pipe's size afterwards, or -errno (sources/pipe.h): one fcntl, done where it is called.
 #include <napi.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "napi/registry.h"
+#include "sources/pipe.h"
 #include "sources/rdseed.h"
 
 namespace {
@@ -63,7 +65,19 @@ Napi::Value RdseedFill(const Napi::CallbackInfo& info) {
   return promise;
 }
 
+Napi::Value PipeGrow(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) throw Napi::TypeError::New(env, "pipeGrow(fd, bytes): two numbers");
+  const double fd = info[0].As<Napi::Number>().DoubleValue(), bytes = info[1].As<Napi::Number>().DoubleValue();
+  if (!(fd >= 0 && fd <= 2147483647.0 && fd == static_cast<double>(static_cast<int>(fd))))
+    throw Napi::RangeError::New(env, "pipeGrow(fd, bytes): fd must be a file descriptor");
+  if (!(bytes >= 1 && bytes <= 2147483647.0 && bytes == static_cast<double>(static_cast<size_t>(bytes))))
+    throw Napi::RangeError::New(env, "pipeGrow(fd, bytes): bytes must be an integer from 1 to 2147483647");
+  return Napi::Number::New(env, static_cast<double>(qe::sources::grow_pipe(static_cast<int>(fd), static_cast<size_t>(bytes))));
+}
+
 qe::napi::RegisterExports reg([](Napi::Env env, Napi::Object exports) {
+  exports.Set("pipeGrow", Napi::Function::New(env, PipeGrow, "pipeGrow"));
   exports.Set("rdseedAvailable", Napi::Function::New(env, RdseedAvailable, "rdseedAvailable"));
   exports.Set("rdseedFill", Napi::Function::New(env, RdseedFill, "rdseedFill"));
 });

@@ -2,23 +2,43 @@
 // or /dev/hwrng where the kernel exposes hardware RNGs). Reads go through a FileHandle,
 // which runs on the libuv thread pool, so a slow device never blocks the event loop.
 // The bytes are raw noise-source output: createSource wraps this in the health gate.
-// Only a character device is accepted (a FIFO too, which the tests use to play a device):
-// a regular file would give the same bytes again after every restart, and a quality role
-// reading the same path would publish what the entropy role serves.
+// Only a character device is accepted (a FIFO too: a vendor's daemon may write its QRNG's
+// output into one, and the tests and benchmarks use one to play a device): a regular file
+// would give the same bytes again after every restart, and a quality role reading the same
+// path would publish what the entropy role serves.
 import { statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
+import { addon } from '../native/addon.js';
 import type { RawSource } from './health-gate.js';
+
+/**
+ * A FIFO's pipe is grown to this on open (best effort: 1 MiB is also the kernel's default
+ * limit for unprivileged processes). At its default 64 KiB every read returned at most
+ * that, and each waited on the writer being woken to refill it: 197-217 MB/s through the
+ * gate from a generator that writes GB/s (benchmarks/README.md).
+ */
+export const FIFO_PIPE_BYTES = 1024 * 1024;
+
+const native = addon as { pipeGrow(fd: number, bytes: number): number };
+
+export interface DeviceSourceOptions {
+  /** See EntropySource.preferredReadBytes. */
+  preferredReadBytes?: number;
+}
 
 export class DeviceSource implements RawSource {
   readonly development = false;
+  readonly preferredReadBytes: number | undefined;
   private handle: Promise<FileHandle> | undefined;
 
   /** Throws when `path` exists and is not a character device (a missing one may appear later: reads retry). */
   constructor(
     readonly name: string,
     readonly path: string,
+    options: DeviceSourceOptions = {},
   ) {
+    this.preferredReadBytes = options.preferredReadBytes;
     let st: Stats | undefined;
     try {
       st = statSync(path);
@@ -58,7 +78,9 @@ export class DeviceSource implements RawSource {
 async function openDevice(path: string): Promise<FileHandle> {
   const handle = await open(path, 'r');
   try {
-    assertDevice(path, await handle.stat());
+    const st = await handle.stat();
+    assertDevice(path, st);
+    if (st.isFIFO()) native.pipeGrow(handle.fd, FIFO_PIPE_BYTES); // refused: it stays as it was
   } catch (err) {
     await handle.close();
     throw err;

@@ -25,6 +25,15 @@ export { RdseedSource, rdseedAvailable } from './rdseed.js';
 export { UpstreamSource, type UpstreamOptions } from './upstream.js';
 export { SourceNotRandomError, SourceOutOfServiceError, type EntropySource, type SourceHealth, type SourceState } from './types.js';
 
+/**
+ * A `device:` source's read size (product.md's `entropy.pool.chunkBytes` overrides it): a
+ * QRNG card or a vendor's FIFO delivers tens to hundreds of MB/s, and each read is a hop
+ * through the thread pool and a batch for the gate, so 64 KiB reads kept the fill path near
+ * 200 MB/s however fast the device (benchmarks/README.md). `hwrng` keeps 64 KiB: the
+ * kernel's hardware RNGs are slow and its reads wait until the whole request is filled.
+ */
+export const DEVICE_READ_BYTES = 1024 * 1024;
+
 export type SourceSpec =
   | { kind: 'hwrng' }
   | { kind: 'device'; path: string }
@@ -66,7 +75,7 @@ export function createSource(spec: SourceSpec, options: CreateSourceOptions = {}
     case 'hwrng':
       return gate(new DeviceSource('hwrng', '/dev/hwrng'));
     case 'device':
-      return gate(new DeviceSource(`device:${spec.path}`, spec.path));
+      return gate(new DeviceSource(`device:${spec.path}`, spec.path, { preferredReadBytes: DEVICE_READ_BYTES }));
     case 'rdseed':
       return gate(new RdseedSource());
     case 'upstream':
