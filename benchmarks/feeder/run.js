@@ -5,6 +5,8 @@
 // BENCH_BASELINE_ROOT=/path/to/other/checkout (e.g. a `git worktree` of an older commit):
 // its daemon is bundled too and the throughput runs alternate between the two builds,
 // BENCH_ROUNDS times (default 1; 3 with a baseline), each against the same server.
+// BENCH_DAEMON_NODE_ARGS passes Node options to the daemons (e.g. "--cpu-prof
+// --cpu-prof-dir=/tmp/p" or "--trace-gc" for where their time goes).
 // The daemon and a local entropy service are bundled from src/ with esbuild into a temp
 // directory (no dist/ needed) and run as their own processes; CPU is read from
 // /proc/PID/stat (utime + stime) of the daemon alone.
@@ -22,6 +24,8 @@ const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
 const baselineRoot = process.env.BENCH_BASELINE_ROOT ? path.resolve(process.env.BENCH_BASELINE_ROOT) : undefined;
 const rounds = Number(process.env.BENCH_ROUNDS ?? (baselineRoot ? 3 : 1));
+// BENCH_DAEMON_NODE_ARGS: Node options for the daemons, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p".
+const daemonNodeArgs = process.env.BENCH_DAEMON_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-bench-feeder-'));
 const children = [];
 process.on('exit', () => {
@@ -64,7 +68,7 @@ function startDaemon(name, server, feeder, cli = 'qentropy.js') {
   fs.writeFileSync(tokenFile, server.token, { mode: 0o600 });
   const config = path.join(dir, `${name}.json`);
   fs.writeFileSync(config, JSON.stringify({ stateDir: dir, log: { level: 'error' }, feeder: { enabled: true, sources: [{ url: server.url, tokenFile }], status: { file: path.join(dir, `${name}-status.json`), listen: false }, ...feeder } }));
-  const child = spawn(process.execPath, [path.join(dir, cli), 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...daemonNodeArgs, path.join(dir, cli), 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
   return child;
 }
