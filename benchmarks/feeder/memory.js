@@ -22,6 +22,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { describeEnvironment, feederUnitEnvironment } from './unit-env.js';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
@@ -152,11 +154,9 @@ const rows = [];
 // One at a time, so they do not compete for the two cores.
 if (before) rows.push([`qentropy feeder-only daemon, ${baselineRef} (before)`, await measureDaemon('before', before, server)]);
 rows.push(['qentropy feeder-only daemon, this tree', await measureDaemon('after', after, server)]);
-rows.push([
-  'same, with the feeder unit\'s UV_THREADPOOL_SIZE=2 NODE_OPTIONS=--v8-pool-size=1',
-  await measureDaemon('after-unit', after, server, { UV_THREADPOOL_SIZE: '2', NODE_OPTIONS: '--v8-pool-size=1' }),
-]);
-if (bundled) rows.push(['same, unit settings, as one esbuild bundle', await measureDaemon('bundled', bundled, server, { UV_THREADPOOL_SIZE: '2', NODE_OPTIONS: '--v8-pool-size=1' })]);
+const unitEnv = feederUnitEnvironment(root);
+rows.push([`same, with the feeder unit's ${describeEnvironment(unitEnv)}`, await measureDaemon('after-unit', after, server, unitEnv)]);
+if (bundled) rows.push(['same, unit settings, as one esbuild bundle', await measureDaemon('bundled', bundled, server, unitEnv)]);
 const rngd = await measureRngd();
 if (rngd) rows.push(['rngd (rng-tools5), named pipe -> /dev/random, FIPS 140-2', rngd]);
 rows.push(["floor: `node -e \"require('tls')\"`", await measureNode("require('tls')")]);

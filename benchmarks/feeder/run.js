@@ -17,6 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { describeEnvironment, feederUnitEnvironment } from './unit-env.js';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -63,12 +65,21 @@ async function startServer() {
   return { child, ...JSON.parse(line) };
 }
 
+// Each build's daemon runs with its feeder unit's Environment= settings (thread pools, V8
+// options), as systemd would run it; BENCH_NO_UNIT_ENV=1 runs it with Node's defaults.
+const unitEnvironment = (checkout) => (process.env.BENCH_NO_UNIT_ENV ? {} : feederUnitEnvironment(checkout));
+const unitEnv = { 'qentropy.js': unitEnvironment(root), ...(baselineRoot ? { 'baseline.js': unitEnvironment(baselineRoot) } : {}) };
+
 function startDaemon(name, server, feeder, cli = 'qentropy.js') {
   const tokenFile = path.join(dir, `${name}.token`);
   fs.writeFileSync(tokenFile, server.token, { mode: 0o600 });
   const config = path.join(dir, `${name}.json`);
   fs.writeFileSync(config, JSON.stringify({ stateDir: dir, log: { level: 'error' }, feeder: { enabled: true, sources: [{ url: server.url, tokenFile }], status: { file: path.join(dir, `${name}-status.json`), listen: false }, ...feeder } }));
-  const child = spawn(process.execPath, [...daemonNodeArgs, path.join(dir, cli), 'daemon', '--config', config], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...daemonNodeArgs, path.join(dir, cli), 'daemon', '--config', config], {
+    cwd: dir,
+    env: { ...process.env, ...unitEnv[cli] },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   children.push(child);
   return child;
 }
@@ -175,6 +186,10 @@ await stop(server.child);
 
 const f = (x, d = 1) => (x === undefined ? 'n/a' : x.toFixed(d));
 console.log(`\nfeeder benchmark (${os.cpus()[0]?.model ?? 'cpu'}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${process.version})`);
+for (const [cli, env] of Object.entries(unitEnv)) {
+  const settings = describeEnvironment(env);
+  console.log(`${cli === 'baseline.js' ? 'baseline' : 'this build'}: daemon environment from its feeder unit: ${settings || '(none: Node defaults)'}`);
+}
 console.log(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${rounds} round(s) of ${seconds} s`);
 console.log('\n| contender | MB/s (each run) | CPU (cores busy) | the entropy API\'s CPU |\n|---|---|---|---|');
 const runs = (rows, key, d) => rows?.map((r) => f(r[key], d)).join(' · ') ?? 'n/a';
