@@ -122,7 +122,7 @@ export class HealthGatedSource implements EntropySource {
   private notRandom = false;
   private readonly failureLimit: number;
   private readonly onEvent: (event: HealthEvent) => void;
-  /** Raw bytes read but not yet tested (less than a block, or the rest of a read ahead). */
+  /** Raw bytes read but not yet tested: the partial block at the end of the last read. */
   private carry: Buffer = Buffer.alloc(0);
   /**
    * The next read started ahead (read()'s `next`): the source delivers it while the bytes
