@@ -4,7 +4,7 @@
 // pending; one that is no longer wanted is called off, and what it brings anyway is erased
 // unread.
 
-export class ReadAhead<T = Buffer> {
+export class ReadAhead<T> {
   private pending: { read: Promise<T>; abort: AbortController } | undefined;
 
   /** `erase` wipes what a read brought that nobody took. */

@@ -2,7 +2,7 @@
 // the event loop only converts the verdicts. A gate takes a second batch while it tests the
 // first, and tests them in the order given: the worker goes on to the next batch as soon as
 // one is done, instead of idling while the event loop takes the verdicts and hands over the
-// next (about a quarter of the time at 64 KiB batches on this project's 2-core machines).
+// next (about a third of each round trip at 64 KiB batches on this project's 2-core machines).
 //   gateCreate({minEntropy, alphaLog2, startupSamples, historyBytes, linearBits, linearMargin}) -> handle
 //   gateTest(handle, bytes) -> Promise<{flags: Uint8Array, failures: [{index, test?, detail?, pattern?}]}>
 // `bytes` is whole 1,024-byte blocks and must not be changed until the promise settles.

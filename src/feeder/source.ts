@@ -112,7 +112,7 @@ export class FeederSource {
   /** The buffer behind the last pull's result: the caller is done with it at the next pull. */
   private lastDecoded: Buffer | undefined;
   /** The next response, asked for while this one is tested (pull()'s `next`). */
-  private readonly ahead = new ReadAhead<Buffer>((data) => data.fill(0));
+  private readonly ahead = new ReadAhead((data: Buffer) => data.fill(0));
   private readonly sp800_90bRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
   private readonly fipsRate = new FailureWindow(FAILURE_WINDOW, FAILURE_WINDOW_LIMIT);
   readonly status: SourceStatus;

@@ -158,7 +158,7 @@ export class HealthGatedSource implements EntropySource {
     const want = wholeBlocks(n);
     if (this.surplus.length > 0 && !this.outOfService()) {
       const out = this.takeSurplus(want);
-      if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.readAndTest(wholeBlocks(next), s), signal);
+      this.readAhead(next, signal);
       return out;
     }
     const passed: Buffer[] = [];
@@ -181,9 +181,8 @@ export class HealthGatedSource implements EntropySource {
         }
         throw err;
       }
-      // The caller will want more: its read starts now, after this one (a stream's reads
-      // must not overlap), and runs while these bytes are tested.
-      if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.readAndTest(wholeBlocks(next), s), signal);
+      // Started only now, after this read has arrived: a stream's reads must not overlap.
+      this.readAhead(next, signal);
       const all = read.all;
       // The tests saw every block in stream order; the rules below act on each block's
       // verdict in the same order, and stop at the first that takes the source out of service.
@@ -226,6 +225,11 @@ export class HealthGatedSource implements EntropySource {
     const out = Buffer.concat(passed);
     for (const block of passed) block.fill(0);
     return out;
+  }
+
+  /** The caller will want `next` bytes more: their read starts now and runs while the bytes before them are tested. */
+  private readAhead(next: number, signal: AbortSignal | undefined): void {
+    if (next > 0 && !this.ahead.started) this.ahead.start((s) => this.readAndTest(wholeBlocks(next), s), signal);
   }
 
   /**
