@@ -126,6 +126,42 @@ describe('Fips140Tester', () => {
   it('needs exactly 2,500 bytes', () => {
     expect(() => new Fips140Tester().testBlock(Buffer.alloc(2499))).toThrow(RangeError);
   });
+
+  it('tests a batch of blocks on a worker thread with the verdicts of block-by-block testing, in call order', async () => {
+    // NIST's SHA-1 output, block 4 made all ones (monobit, poker, runs, long run) and block
+    // 30 opened with block 29's last word (continuous test), split into two batches at 30
+    // so the continuous test must carry across them; both handed over at once.
+    const data = Buffer.from(fs.readFileSync(path.join(vectors, 'data.sha1')));
+    const B = FIPS140_BLOCK_BYTES;
+    data.fill(0xff, 4 * B, 5 * B);
+    data.copy(data, 30 * B, 30 * B - 4, 30 * B);
+    const batched = new Fips140Tester();
+    const first = batched.testBlocks(data.subarray(0, 30 * B));
+    // The work is on a worker thread, not this turn: the tester is busy until it settles.
+    expect(() => batched.testBlock(data.subarray(0, B))).toThrow(/testing a batch/);
+    const second = batched.testBlocks(data.subarray(30 * B, 50 * B));
+    const [a, b] = await Promise.all([first, second]);
+
+    const single = new Fips140Tester();
+    const expected = [...blocks(data, B)].map((block) => single.testBlock(block));
+    expect([...a.passed, ...b.passed]).toEqual(expected.map((r) => (r.passed ? 1 : 0)));
+    const failures = [...a.failures, ...b.failures.map((f) => ({ ...f, index: f.index + 30 }))];
+    expect(failures).toEqual(
+      expected.flatMap((r, index) => (r.passed ? [] : [{ index, failed: r.failed, message: r.message }])),
+    );
+    expect(failures.map((f) => f.index)).toEqual([4, 30]);
+    expect(failures[1]!.failed).toEqual(['continuous-run']);
+    expect(batched.stats()).toEqual(single.stats());
+  });
+
+  it('refuses a batch that is not whole 2,500-byte blocks, and stays usable', async () => {
+    const t = new Fips140Tester();
+    await expect(t.testBlocks(Buffer.alloc(2 * FIPS140_BLOCK_BYTES + 1))).rejects.toThrow(RangeError);
+    await expect(t.testBlocks(Buffer.alloc(0))).rejects.toThrow(RangeError);
+    const r = await t.testBlocks(Buffer.alloc(FIPS140_BLOCK_BYTES));
+    expect([...r.passed]).toEqual([0]);
+    expect(r.failures[0]!.failed).toContain('monobit');
+  });
 });
 
 describe('PatternTester', () => {

@@ -209,4 +209,9 @@ BlockReport Tester::test_block(const uint8_t* block, size_t size) {
   return report;
 }
 
+void Tester::test_blocks(const uint8_t* data, size_t blocks, std::vector<BlockReport>& out) {
+  out.reserve(out.size() + blocks);
+  for (size_t b = 0; b < blocks; ++b) out.push_back(test_block(data + b * kBlockBytes, kBlockBytes));
+}
+
 }  // namespace qe::fips140

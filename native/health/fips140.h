@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace qe::fips140 {
 
@@ -55,6 +56,10 @@ class Tester {
  public:
   // `block` must hold exactly kBlockBytes bytes; throws std::invalid_argument otherwise.
   BlockReport test_block(const uint8_t* block, size_t size);
+  // Tests `blocks` consecutive 2,500-byte blocks of `data` in stream order (exactly as many
+  // test_block calls would), appending one report each: a whole response in one call, so a
+  // binding can run it on a worker thread.
+  void test_blocks(const uint8_t* data, size_t blocks, std::vector<BlockReport>& out);
   void reset();
   const Stats& stats() const { return stats_; }
   // Counts ones and runs 64 bits at a time (the default), or bit by bit (for tests and

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "health/gate.h"
+#include "napi/batch_worker.h"
 #include "napi/registry.h"
 
 namespace {
@@ -74,19 +75,10 @@ Napi::Value GateCreate(const Napi::CallbackInfo& info) {
   }
 }
 
-class GateWorker : public Napi::AsyncWorker {
+class GateWorker : public qe::napi::BatchWorker<GateHolder> {
  public:
   GateWorker(Napi::Env env, Napi::External<GateHolder> handle, Napi::Uint8Array data)
-      : Napi::AsyncWorker(env, "qentropy:gate"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        handle_ref_(Napi::Persistent(handle)),
-        data_ref_(Napi::Persistent(data)),
-        holder_(*handle.Data()),
-        ticket_(holder_.next_ticket++),
-        bytes_(data.Data()),
-        blocks_(data.ElementLength() / qe::gate::kBlockBytes) {}
-
-  Napi::Promise promise() { return deferred_.Promise(); }
+      : BatchWorker(env, "qentropy:gate", handle, data), ticket_(holder_.next_ticket++) {}
 
  protected:
   void Execute() override {
@@ -95,8 +87,9 @@ class GateWorker : public Napi::AsyncWorker {
       holder_.turn_taken.wait(turn, [this] { return holder_.serving == ticket_; });
     }
     try {
-      verdicts_.reserve(blocks_);
-      holder_.gate.test(bytes_, blocks_, verdicts_);
+      const size_t blocks = length_ / qe::gate::kBlockBytes;
+      verdicts_.reserve(blocks);
+      holder_.gate.test(bytes_, blocks, verdicts_);
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -107,9 +100,8 @@ class GateWorker : public Napi::AsyncWorker {
     holder_.turn_taken.notify_all();
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Uint8Array flags = Napi::Uint8Array::New(env, blocks_);
+  Napi::Value result(Napi::Env env) override {
+    Napi::Uint8Array flags = Napi::Uint8Array::New(env, verdicts_.size());
     Napi::Array failures = Napi::Array::New(env);
     uint32_t n = 0;
     for (size_t i = 0; i < verdicts_.size(); ++i) {
@@ -130,30 +122,13 @@ class GateWorker : public Napi::AsyncWorker {
     Napi::Object out = Napi::Object::New(env);
     out.Set("flags", flags);
     out.Set("failures", failures);
-    finish();
-    deferred_.Resolve(out);
+    return out;
   }
 
-  void OnError(const Napi::Error& e) override {
-    Napi::Error err = Napi::Error::New(Env(), e.Message());
-    finish();
-    deferred_.Reject(err.Value());
-  }
+  void released() override { --holder_.queued; }
 
  private:
-  void finish() {
-    --holder_.queued;
-    data_ref_.Reset();
-    handle_ref_.Reset();
-  }
-
-  Napi::Promise::Deferred deferred_;
-  Napi::Reference<Napi::External<GateHolder>> handle_ref_;  // keeps the gate alive while it works
-  Napi::Reference<Napi::Uint8Array> data_ref_;
-  GateHolder& holder_;
   const uint64_t ticket_;
-  const uint8_t* bytes_;
-  size_t blocks_;
   std::vector<qe::gate::Verdict> verdicts_;
 };
 

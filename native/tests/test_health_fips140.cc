@@ -3,6 +3,7 @@
 // installed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -127,6 +128,32 @@ QE_TEST(continuous_test_spans_blocks) {
   const auto r = t.test_block(b.data(), b.size());
   CHECK_EQ(r.failed, uint32_t(qe::fips140::kContinuousRun));
   CHECK_EQ(t.stats().failures[4], uint64_t(1));
+}
+
+// A whole response in one call equals the blocks one at a time: the same reports, in order,
+// the continuous test carried from block to block and from call to call.
+QE_TEST(test_blocks_equals_one_block_at_a_time) {
+  const auto sha1 = sha1_data();
+  std::vector<uint8_t> data(sha1.begin(), sha1.begin() + 12 * kBlockBytes);
+  // Block 3 fails monobit (all ones), block 7 starts with block 6's last word (continuous).
+  std::fill(data.begin() + 3 * kBlockBytes, data.begin() + 4 * kBlockBytes, uint8_t(0xff));
+  std::copy(data.begin() + 7 * kBlockBytes - 4, data.begin() + 7 * kBlockBytes, data.begin() + 7 * kBlockBytes);
+  Tester one, batch;
+  std::vector<BlockReport> reports;
+  batch.test_blocks(data.data(), 5, reports);
+  batch.test_blocks(data.data() + 5 * kBlockBytes, 7, reports);
+  CHECK_EQ(reports.size(), size_t(12));
+  for (size_t b = 0; b < 12; ++b) {
+    const BlockReport r = one.test_block(data.data() + b * kBlockBytes, kBlockBytes);
+    CHECK_EQ(reports[b].failed, r.failed);
+    CHECK_EQ(reports[b].ones, r.ones);
+    CHECK_EQ(reports[b].poker, r.poker);
+    CHECK_EQ(reports[b].longest_run, r.longest_run);
+    CHECK(reports[b].runs == r.runs);
+  }
+  CHECK(reports[3].failed & qe::fips140::kMonobit);
+  CHECK_EQ(reports[7].failed, uint32_t(qe::fips140::kContinuousRun));
+  CHECK_EQ(batch.stats().blocks_failed, uint64_t(2));
 }
 
 // Cross-check with rngtest (rng-tools5) when installed: the same bytes, the same

@@ -123,6 +123,16 @@ export interface Fips140Stats {
 
 /** Bytes in one FIPS 140-2 test block (20,000 bits). */
 export const FIPS140_BLOCK_BYTES = 2500;
+/** The most bytes one testBlocks() call takes (16 MiB). */
+export const FIPS140_MAX_BATCH = 16 * 1024 * 1024;
+
+/** testBlocks()'s verdicts: one per block, and the failures' reports. */
+export interface Fips140BatchResult {
+  /** 1 where the block passed every test, 0 where it failed one. */
+  passed: Uint8Array;
+  /** The failing blocks only, in order (a random source fails about 1 block in 1,250). */
+  failures: { index: number; failed: Fips140TestName[]; message: string }[];
+}
 
 /**
  * The FIPS 140-2 tests rngd runs, on 2,500-byte blocks. Stateful only for the continuous
@@ -130,10 +140,37 @@ export const FIPS140_BLOCK_BYTES = 2500;
  */
 export class Fips140Tester {
   readonly #handle: unknown = addon.fipsCreate();
+  /** The last testBlocks() call: the next one starts after it, so the stream stays in order. */
+  #tail: Promise<unknown> = Promise.resolve();
+  /** testBlocks() calls not settled yet. */
+  #batches = 0;
 
-  /** Throws RangeError unless the block is exactly 2,500 bytes. */
+  /**
+   * Throws RangeError unless the block is exactly 2,500 bytes. For a single block: a
+   * response's worth (hundreds of blocks, milliseconds) belongs in testBlocks.
+   */
   testBlock(block: Uint8Array): Fips140Report {
     return addon.fipsTestBlock(this.#handle, block) as Fips140Report;
+  }
+
+  /**
+   * Tests whole 2,500-byte blocks (at most 16 MiB) on a worker thread, in stream order
+   * after any batch already handed over; the same verdicts as testBlock() one block at a
+   * time. `blocks` must not be changed until the promise settles, and testBlock, stats and
+   * reset throw while a batch is being tested.
+   */
+  testBlocks(blocks: Uint8Array): Promise<Fips140BatchResult> {
+    if (blocks.length === 0 || blocks.length % FIPS140_BLOCK_BYTES !== 0 || blocks.length > FIPS140_MAX_BATCH) {
+      return Promise.reject(new RangeError(`FIPS 140-2 batches are whole ${FIPS140_BLOCK_BYTES}-byte blocks, at most 16 MiB (got ${blocks.length} bytes)`));
+    }
+    const start = (): Promise<Fips140BatchResult> => addon.fipsTestBlocks(this.#handle, blocks) as Promise<Fips140BatchResult>;
+    // Handed to the worker at once when the tester is free, else after the batches before it.
+    const run = (this.#batches === 0 ? start() : this.#tail.then(start)).finally(() => {
+      this.#batches -= 1;
+    });
+    this.#batches += 1;
+    this.#tail = run.catch(() => undefined);
+    return run;
   }
 
   stats(): Fips140Stats {
