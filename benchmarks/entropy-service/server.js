@@ -81,9 +81,9 @@ if (mode === 'ceiling') {
   let pool;
   let filler;
   if (mode === 'service-prefilled') {
-    // Enough for the whole run at up to BENCH_PREFILL_RATE (default 2,000) requests/s; run.js
+    // Enough for the warm-up and the run at up to BENCH_PREFILL_RATE (default 2,000) requests/s; run.js
     // reports any 503 (pool ran dry) as non-2xx.
-    const seconds = Number(process.env.BENCH_SECONDS ?? 8) + 2;
+    const seconds = Number(process.env.BENCH_SECONDS ?? 8) + Number(process.env.BENCH_WARMUP_SECONDS ?? 3) + 2;
     const prefill = Math.min(Number(process.env.BENCH_PREFILL_MIB ?? 8192) * MiB, seconds * Number(process.env.BENCH_PREFILL_RATE ?? 2000) * size * 1024);
     pool = new EntropyPool({ capacity: Math.max(prefill, 64 * MiB), lowWater: 0 });
     // Two reads at a time: both cores fill it before the run.
