@@ -76,10 +76,11 @@ class SlicedBerlekampMassey {
     uint64_t length[kMaxPlanes] = {};
     size_t lmin = 0, lmax = 0;
     uint64_t* const c = c_.data();
+    // d_lane = sum_{i=0..L} C_i s_{N-i}; seq_[M-1-j] holds s_j, so s_{N-i} = r[i] with
+    // r = seq_ + (M-1-N). Step 0's is taken here; each step's update then takes the next
+    // step's in the same pass over C (see update).
+    uint64_t d = discrepancy(c, seq_.data() + (M_ - 1), lmax + 1);
     for (size_t N = 0; N < M_; ++N) {
-      // d_lane = sum_{i=0..L} C_i s_{N-i}; seq_[M-1-j] holds s_j, so s_{N-i} = r[i].
-      const uint64_t* const r = seq_.data() + (M_ - 1 - N);
-      const uint64_t d = discrepancy(c, r, lmax + 1);
       // Degrees that can be non-zero: C up to L, Bs up to N + 1 - L (per lane).
       const size_t hi = std::max(lmax, N + 1 - lmin);
       // A lane's length changes, to N + 1 - L, where d = 1 and 2L <= N (the reference's
@@ -90,7 +91,11 @@ class SlicedBerlekampMassey {
         lmax = std::max(lmax, extreme<true>(length, grow));
         lmin = extreme<false>(length, ~uint64_t{0});
       }
-      update(c, bs_buf_.data() + base, hi + 1, d, grow);
+      if (N + 1 < M_) {
+        d = update(c, bs_buf_.data() + base, hi + 1, d, grow, seq_.data() + (M_ - 2 - N));
+      } else {
+        update(c, bs_buf_.data() + base, hi + 1, d, grow);
+      }
       --base;  // Bs *= x
       bs_buf_[base] = 0;
     }
@@ -119,6 +124,21 @@ class SlicedBerlekampMassey {
       c[k] = old_c ^ (d & bs[k]);
       bs[k] = (grow & old_c) | (~grow & bs[k]);
     }
+  }
+
+  // The same, returning the next step's discrepancy, sum over k of new C_k & r_next[k]:
+  // one pass over C instead of two. `words` covers every degree the new C can have (the
+  // step's hi + 1 bounds the new lengths), so the sum is the one discrepancy() would take.
+  static uint64_t update(uint64_t* c, uint64_t* bs, size_t words, uint64_t d, uint64_t grow, const uint64_t* r_next) {
+    uint64_t next = 0;
+    for (size_t k = 0; k < words; ++k) {
+      const uint64_t old_c = c[k];
+      const uint64_t new_c = old_c ^ (d & bs[k]);
+      c[k] = new_c;
+      bs[k] = (grow & old_c) | (~grow & bs[k]);
+      next ^= new_c & r_next[k];
+    }
+    return next;
   }
 
   // Lanes whose length is at most `bound`: the comparison done bit-sliced, high bit first.
