@@ -76,10 +76,10 @@ class SlicedBerlekampMassey {
     uint64_t length[kMaxPlanes] = {};
     size_t lmin = 0, lmax = 0;
     uint64_t* const c = c_.data();
-    // d_lane = sum_{i=0..L} C_i s_{N-i}; seq_[M-1-j] holds s_j, so s_{N-i} = r[i] with
-    // r = seq_ + (M-1-N). Step 0's is taken here; each step's update then takes the next
-    // step's in the same pass over C (see update).
-    uint64_t d = discrepancy(c, seq_.data() + (M_ - 1), lmax + 1);
+    // The discrepancy d_lane = sum_{i=0..L} C_i s_{N-i}; seq_[M-1-j] holds s_j, so
+    // s_{N-i} = r[i] with r = seq_ + (M-1-N). Step 0's is s_0 (C = 1); each step's update
+    // takes the next step's in the same pass over C.
+    uint64_t d = seq_[M_ - 1];
     for (size_t N = 0; N < M_; ++N) {
       // Degrees that can be non-zero: C up to L, Bs up to N + 1 - L (per lane).
       const size_t hi = std::max(lmax, N + 1 - lmin);
@@ -91,11 +91,9 @@ class SlicedBerlekampMassey {
         lmax = std::max(lmax, extreme<true>(length, grow));
         lmin = extreme<false>(length, ~uint64_t{0});
       }
-      if (N + 1 < M_) {
-        d = update(c, bs_buf_.data() + base, hi + 1, d, grow, seq_.data() + (M_ - 2 - N));
-      } else {
-        update(c, bs_buf_.data() + base, hi + 1, d, grow);
-      }
+      // After the last step only the lengths are read: its C and B would serve no next step.
+      if (N + 1 == M_) break;
+      d = update(c, bs_buf_.data() + base, hi + 1, d, grow, seq_.data() + (M_ - 2 - N));
       --base;  // Bs *= x
       bs_buf_[base] = 0;
     }
@@ -109,26 +107,11 @@ class SlicedBerlekampMassey {
  private:
   static constexpr unsigned kMaxPlanes = 64;
 
-  // The two loops over polynomial words, which are nearly all of the time.
-  // sum over i < words of c[i] & r[i], per lane.
-  static uint64_t discrepancy(const uint64_t* c, const uint64_t* r, size_t words) {
-    uint64_t d = 0;
-    for (size_t i = 0; i < words; ++i) d ^= c[i] & r[i];
-    return d;
-  }
-
-  // C += d Bs, and on a length change (lanes of `grow`) B = the old C, for words < words.
-  static void update(uint64_t* c, uint64_t* bs, size_t words, uint64_t d, uint64_t grow) {
-    for (size_t k = 0; k < words; ++k) {
-      const uint64_t old_c = c[k];
-      c[k] = old_c ^ (d & bs[k]);
-      bs[k] = (grow & old_c) | (~grow & bs[k]);
-    }
-  }
-
-  // The same, returning the next step's discrepancy, sum over k of new C_k & r_next[k]:
-  // one pass over C instead of two. `words` covers every degree the new C can have (the
-  // step's hi + 1 bounds the new lengths), so the sum is the one discrepancy() would take.
+  // The loop over polynomial words, which is nearly all of the time.
+  // C += d Bs, and on a length change (lanes of `grow`) B = the old C, for words < words;
+  // returns the next step's discrepancy, sum over k of new C_k & r_next[k], taken in the
+  // same pass over C. `words` covers every degree the new C can have (the step's hi + 1
+  // bounds the new lengths), so the sum has every term of that discrepancy.
   static uint64_t update(uint64_t* c, uint64_t* bs, size_t words, uint64_t d, uint64_t grow, const uint64_t* r_next) {
     uint64_t next = 0;
     for (size_t k = 0; k < words; ++k) {

@@ -180,10 +180,7 @@ export class FeederSource {
       // FIPS 140-2 too: its continuous test and a window begun before the source went out
       // of service would otherwise join bytes from either side of the gap.
       this.fips?.reset();
-      this.status.bytesDropped['out-of-service'] += this.fipsStage.length;
-      this.fipsStage.fill(0);
-      this.fipsStage = Buffer.alloc(0);
-      this.status.bytesAwaitingFips = 0;
+      this.status.bytesDropped['out-of-service'] += this.eraseFipsStage();
     }
     return true;
   }
@@ -373,8 +370,7 @@ export class FeederSource {
         verdicts = await testing;
       } catch (err) {
         staged.fill(0);
-        this.fipsStage = Buffer.alloc(0);
-        this.status.bytesAwaitingFips = 0;
+        this.eraseFipsStage();
         throw err;
       } finally {
         this.fipsTesting = undefined;
@@ -423,14 +419,20 @@ export class FeederSource {
     this.events.untrusted({ source: this.url, reason });
   }
 
-  /** Drops what this pull passed and what waits for a FIPS block (the source was found not random). */
-  private distrust(result: Buffer): Buffer {
-    this.untrusted = false;
-    this.status.bytesDropped['not-random'] += result.length + this.fipsStage.length;
-    result.fill(0);
+  /** Erases the bytes waiting for a whole FIPS 140-2 block; returns how many there were. */
+  private eraseFipsStage(): number {
+    const erased = this.fipsStage.length;
     this.fipsStage.fill(0);
     this.fipsStage = Buffer.alloc(0);
     this.status.bytesAwaitingFips = 0;
+    return erased;
+  }
+
+  /** Drops what this pull passed and what waits for a FIPS block (the source was found not random). */
+  private distrust(result: Buffer): Buffer {
+    this.untrusted = false;
+    this.status.bytesDropped['not-random'] += result.length + this.eraseFipsStage();
+    result.fill(0);
     return Buffer.alloc(0);
   }
 
