@@ -321,34 +321,6 @@ describe('pulling ahead (issue 30)', () => {
   });
 });
 
-describe('back in service', () => {
-  it('with FIPS 140-2 on, a window begun before the source was disabled is dropped, not joined to bytes after the gap', async () => {
-    const FIPS = FIPS140_BLOCK_BYTES;
-    const quiet: SourceEvents = { blockFailed() {}, disabled() {}, untrusted() {}, stopped() {}, retrying() {}, recovered() {}, returned() {} };
-    upstream.pool.clear();
-    // 3 good blocks (one FIPS window and 572 bytes of the next), then 4 stuck ones: disabled.
-    upstream.pool.put(Buffer.concat([goodBlock(), goodBlock(), goodBlock(), ...Array.from({ length: 4 }, () => stuckBlock())]));
-    const after = Buffer.concat(Array.from({ length: 6 }, () => goodBlock()));
-    upstream.pool.put(Buffer.from(after)); // the server erases what it serves
-    const source = new FeederSource(sourceOptions(await upstream.token(), { blocksPerRequest: 7, failureLimit: 4, retryAfterMs: 0, fips140: true }), quiet);
-    const signal = new AbortController().signal;
-    const first = await source.pull(7 * 1024, signal);
-    expect(first.length).toBe(FIPS);
-    expect(source.status).toMatchObject({ state: 'disabled', bytesAwaitingFips: 3 * 1024 - FIPS });
-
-    expect(source.available()).toBe(true);
-    expect(source.status.bytesAwaitingFips).toBe(0);
-    expect(source.status.bytesDropped['out-of-service']).toBe(3 * 1024 - FIPS);
-    // After the gap: start-up again on the first block, and the windows are the new bytes'.
-    const second = Buffer.from(await source.pull(6 * 1024, signal));
-    expect(second.equals(after.subarray(0, 2 * FIPS))).toBe(true);
-    const s = source.status;
-    const dropped = Object.values(s.bytesDropped).reduce((a, b) => a + b, 0);
-    expect(s.bytesPulled).toBe(s.bytesPassed + dropped + s.bytesAwaitingFips);
-    await source.close();
-  });
-});
-
 describe('deterministic streams never reach a sink', () => {
   async function feedFrom(stream: Buffer, extra: Partial<FeederSourceOptions> = {}) {
     upstream.pool.clear();
