@@ -443,7 +443,8 @@ describe('quality page in a real browser', () => {
     await w.page.screenshot({ path: path.join(shots, 'narrow-full.png'), fullPage: true });
     await w.page.locator('#timeline').screenshot({ path: path.join(shots, 'narrow-timeline.png') });
     await w.page.setViewportSize({ width: 3840, height: 2160 });
-    await w.page.waitForTimeout(300);
+    // The timeline redraws on resize (its svg replaced): wait for the redrawn chart, not a time.
+    await w.page.waitForFunction("(document.querySelector('#timeline-chart svg')?.getBoundingClientRect().width ?? 0) > 2000");
     expect(await w.page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(3840);
     expect(await w.page.$eval('#timeline-chart svg', (s) => s.getBoundingClientRect().width)).toBeGreaterThan(2000);
     await w.page.screenshot({ path: path.join(shots, '4k.png') });
