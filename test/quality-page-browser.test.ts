@@ -437,16 +437,17 @@ describe('quality page in a real browser', () => {
     await w.page.screenshot({ path: path.join(shots, 'dark-full.png'), fullPage: true });
     await w.page.emulateMedia({ colorScheme: 'light' });
     await w.page.setViewportSize({ width: 360, height: 780 });
-    await w.page.waitForTimeout(300); // the timeline redraws on resize
+    // The timeline redraws on resize (its svg replaced): wait for the narrow chart, not a time.
+    // (0 while no chart is drawn.)
+    const timelineWidth = () => w.page.$eval('#timeline-chart svg', (s) => s.getBoundingClientRect().width).catch(() => 0);
+    await expect.poll(async () => { const width = await timelineWidth(); return width > 0 && width <= 360; }, { timeout: 10_000 }).toBe(true);
     expect(await w.page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
     await w.page.screenshot({ path: path.join(shots, 'narrow.png') });
     await w.page.screenshot({ path: path.join(shots, 'narrow-full.png'), fullPage: true });
     await w.page.locator('#timeline').screenshot({ path: path.join(shots, 'narrow-timeline.png') });
     await w.page.setViewportSize({ width: 3840, height: 2160 });
-    // The timeline redraws on resize (its svg replaced): wait for the redrawn chart, not a time.
-    await w.page.waitForFunction("(document.querySelector('#timeline-chart svg')?.getBoundingClientRect().width ?? 0) > 2000");
+    await expect.poll(timelineWidth, { timeout: 10_000 }).toBeGreaterThan(2000);
     expect(await w.page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(3840);
-    expect(await w.page.$eval('#timeline-chart svg', (s) => s.getBoundingClientRect().width)).toBeGreaterThan(2000);
     await w.page.screenshot({ path: path.join(shots, '4k.png') });
     expect(w.problems).toEqual([]);
     await w.page.close();
