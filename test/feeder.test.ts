@@ -17,6 +17,7 @@ import { Fips140Tester, FIPS140_BLOCK_BYTES } from '../src/native/health.js';
 import { KernelRandom } from '../src/native/kernel.js';
 import { FeederRole } from '../src/roles/feeder.js';
 import { captureLogger, goodBlock, stuckBlock, testSourceOptions, Upstream, waitFor } from './feeder-harness.js';
+import { scaled } from './helpers/time.js';
 
 const isRoot = process.getuid?.() === 0;
 let dir: string;
@@ -318,6 +319,47 @@ describe('pulling ahead (issue 30)', () => {
     expect(source.status.bytesPulled).toBe(8 * 1024);
     expect(source.available()).toBe(false);
     await source.close();
+  });
+});
+
+describe('back in service', () => {
+  it('with FIPS 140-2 on, a window begun before the source was disabled is dropped, not joined to bytes after the gap', async () => {
+    // A server of its own, on a port no earlier test's client knows: every byte of its pool
+    // is this test's, so a pull can never be left waiting on a pool someone else drained.
+    const own = await Upstream.create();
+    await own.start();
+    const FIPS = FIPS140_BLOCK_BYTES;
+    const quiet: SourceEvents = { blockFailed() {}, disabled() {}, untrusted() {}, stopped() {}, retrying() {}, recovered() {}, returned() {} };
+    // 3 good blocks (one FIPS window and 572 bytes of the next), then 4 stuck ones: disabled.
+    own.pool.put(Buffer.concat([goodBlock(), goodBlock(), goodBlock(), ...Array.from({ length: 4 }, () => stuckBlock())]));
+    const after = Buffer.concat(Array.from({ length: 6 }, () => goodBlock()));
+    own.pool.put(Buffer.from(after)); // the server erases what it serves
+    const source = new FeederSource(testSourceOptions(own, await own.token(), { blocksPerRequest: 7, failureLimit: 4, retryAfterMs: 0, fips140: true }), quiet);
+    // A pull that still has no answer by then fails, naming the server's 503s, instead of
+    // retrying until the test times out.
+    const signal = AbortSignal.timeout(scaled(30_000));
+    const pull = (bytes: number) =>
+      source.pull(bytes, signal).catch(async (err: unknown) => {
+        throw new Error(`pull of ${bytes} bytes: ${String(err)} (the server answered 503 ${await own.requests(503)} times)`);
+      });
+    try {
+      const first = await pull(7 * 1024);
+      expect(first.length).toBe(FIPS);
+      expect(source.status).toMatchObject({ state: 'disabled', bytesAwaitingFips: 3 * 1024 - FIPS });
+
+      expect(source.available()).toBe(true);
+      expect(source.status.bytesAwaitingFips).toBe(0);
+      expect(source.status.bytesDropped['out-of-service']).toBe(3 * 1024 - FIPS);
+      // After the gap the windows are the new bytes' alone (the block that completes the
+      // new start-up tests is used, as at the first start).
+      const second = Buffer.from(await pull(6 * 1024));
+      expect(second.equals(after.subarray(0, 2 * FIPS))).toBe(true);
+      expect(source.status.bytesAwaitingFips).toBe(6 * 1024 - 2 * FIPS);
+      expectBytesAccountedFor(source.status);
+    } finally {
+      await source.close();
+      await own.close();
+    }
   });
 });
 

@@ -177,6 +177,10 @@ export class FeederSource {
       this.gate = this.newGate();
       this.sp800_90bRate.reset();
       this.fipsRate.reset();
+      // FIPS 140-2 too: its continuous test and a window begun before the source went out
+      // of service would otherwise join bytes from either side of the gap.
+      this.fips?.reset();
+      this.status.bytesDropped['out-of-service'] += this.eraseFipsStage();
     }
     return true;
   }
