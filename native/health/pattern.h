@@ -86,7 +86,8 @@ class Tester {
   // fingerprint() of the 32 bytes at each of the first `windows` offsets of `block`.
   void fingerprints(const uint8_t* block, size_t windows, uint64_t* out) const;
   void insert(uint64_t fp, uint64_t chunk);
-  bool use_avx512_ = false;
+  bool use_avx512_ = false;  // fingerprints eight windows a vector with byte permutes (VBMI)
+  bool use_avx512_strided_ = false;  // else (no VBMI) lanes eight windows apart
 
   Config config_;
   LinearComplexity linear_;

@@ -2,8 +2,9 @@
 // Berlekamp-Massey's vector kernels against its portable one (and against the earlier
 // bit-packed algorithm) on >= 10^5 random and structured bit strings of every length
 // 1..4096; the word-parallel RCT/APT block check and FIPS 140-2 counts against the
-// per-sample loops; and pattern testers of both kernels on the same streams.
+// per-sample loops; and pattern testers of every kernel on the same streams.
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -179,5 +180,40 @@ QE_TEST(pattern_testers_of_both_kernels_agree) {
     CHECK_EQ(a.passed, b.passed);
     CHECK_EQ(a.repeat_distance, b.repeat_distance);
     CHECK_EQ(a.linear_complexity, b.linear_complexity);
+  }
+}
+
+// A repeat starting at every byte offset of a block, found at its exact distance by the
+// tester of every kernel: the offset modulo 32 picks the lane of the vector fingerprint
+// code that hashes the repeated windows, so a lane that hashed the wrong bytes misses
+// them. (The copy holds eight aligned chunks: the index is direct-mapped, and a later
+// chunk that overwrote one chunk's entry could hide a repeat of only two.)
+QE_TEST(pattern_testers_of_every_kernel_find_a_repeat_at_every_offset) {
+  constexpr size_t kBlock = 1024, kCopy = 288;
+  std::vector<Kernel> kernels{Kernel::Portable};
+  for (Kernel k : {Kernel::Avx2, Kernel::Avx512})
+    if (qe::bm::kernel_available(k)) kernels.push_back(k);
+  std::mt19937_64 rng(31);
+  for (size_t offset = 0; offset + kCopy <= kBlock; ++offset) {
+    // Eight random blocks; the last gets 96 bytes from `distance` bytes before `offset`.
+    std::vector<uint8_t> stream(8 * kBlock);
+    for (auto& b : stream) b = static_cast<uint8_t>(rng());
+    const size_t at = 7 * kBlock + offset;
+    const size_t distance = kBlock + kCopy + rng() % (5 * kBlock);
+    std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(at - distance), kCopy, stream.begin() + static_cast<std::ptrdiff_t>(at));
+    for (Kernel kernel : kernels) {
+      qe::pattern::Config repeats_only;
+      repeats_only.linear_bits = 0;
+      qe::pattern::Tester tester(repeats_only, kernel);
+      std::vector<qe::pattern::BlockReport> reports(8);
+      tester.test_blocks(stream.data(), kBlock, 7, reports.data());
+      for (size_t b = 0; b < 7; ++b) CHECK_EQ(reports[b].repeat_distance, size_t(0));
+      const auto last = tester.test_block(stream.data() + 7 * kBlock, kBlock);
+      if (last.repeat_distance != distance) {
+        std::fprintf(stderr, "kernel %s, offset %zu\n", qe::bm::kernel_name(kernel), offset);
+        CHECK_EQ(last.repeat_distance, distance);
+        return;
+      }
+    }
   }
 }
