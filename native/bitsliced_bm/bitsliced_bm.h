@@ -7,8 +7,10 @@
 // transpose of their bits. A polynomial is then an array of words indexed by degree, and
 // each step of the algorithm (the discrepancy, the update C += x^(N-m) B, the length
 // change) is a handful of word operations for all 64 blocks, in branch-free loops the
-// compiler vectorises. The 64 lengths are bit-sliced too, so a step's length changes are
-// a few word operations however many lanes change. There is no chain of dependent steps
+// compiler vectorises. The 64 lengths are bit-sliced too in the portable build, so a
+// step's length changes are a few word operations however many lanes change; the vector
+// builds keep them as 16-bit elements (a compare and a masked subtract a step, for M up to
+// 32,767; a longer M runs the portable build). There is no chain of dependent steps
 // per block, as the one-string algorithm (health/berlekamp_massey.h) has: per block this
 // costs about 2.4 us for 1,280 bits with AVX2 here (2.0 us with AVX-512), against about
 // 4.2 us one string at a time, but a batch of 64 costs the same whatever its count, so the
@@ -33,7 +35,7 @@ struct ByteStream {
 };
 
 // Portable: plain C++ for any CPU. Avx2 and Avx512: the same text compiled for AVX2, and
-// for AVX2 + AVX-512 F/VL (still 256-bit vectors; vpternlog merges each loop's logic into
+// for AVX2 + AVX-512 F/VL/BW (still 256-bit vectors; vpternlog merges each loop's logic into
 // one instruction), each only where GCC builds it and the CPU has it (see available()).
 // Best: the fastest available here.
 enum class Build { Portable, Avx2, Avx512, Best };
