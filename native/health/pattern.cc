@@ -165,10 +165,15 @@ QE_PATTERN_AVX512_DQ static void fingerprints_avx512_strided(const uint8_t* bloc
   for (int w = 0; w < 4; ++w) k[w] = _mm512_set1_epi64(static_cast<long long>(key[w]));
   const __m512i c1 = _mm512_set1_epi64(static_cast<long long>(0xff51afd7ed558ccdull));
   const __m512i c2 = _mm512_set1_epi64(static_cast<long long>(0xc4ceb9fe1a85ec53ull));
-  size_t j = 0;
   // The last load of a group ends at byte j + 7 + 24 + 63 = j + 94, inside the block
-  // (windows + 31 bytes) while j + 64 <= windows.
-  for (; j + 64 <= windows; j += 64) {
+  // (windows + 31 bytes) while j + 64 <= windows. The last group starts at windows - 64,
+  // overlapping the one before rather than leaving up to 63 windows to the scalar code
+  // (the overlapped windows get the same fingerprints again).
+  if (windows < 64) {
+    done = 0;
+    return;
+  }
+  for (size_t j = 0;; j = std::min(j + 64, windows - 64)) {
     __m512i h[8];
     for (int r = 0; r < 8; ++r) {
       __m512i x = _mm512_mullo_epi64(_mm512_loadu_si512(block + j + r), k[0]);
@@ -180,8 +185,9 @@ QE_PATTERN_AVX512_DQ static void fingerprints_avx512_strided(const uint8_t* bloc
       h[r] = _mm512_xor_si512(x, _mm512_srli_epi64(x, 33));
     }
     store_transposed_avx512(h, out + j);
+    if (j == windows - 64) break;
   }
-  done = j;
+  done = windows;
 }
 #endif
 
