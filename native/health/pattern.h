@@ -100,6 +100,7 @@ class Tester {
   // [32k, 32k + 32)), the last history_bytes / 32 of them, in a ring indexed by k.
   std::vector<uint64_t> ring_;
   uint64_t chunks_seen_ = 0;  // number of the next chunk
+  size_t ring_slot_ = 0;      // chunks_seen_ % ring_.size()
   // A direct-mapped index from fingerprint to chunk number (see lookup()). A collision
   // overwrites; a periodic stream repeats dozens of chunks per block, so losing one
   // index entry never hides it.
