@@ -195,7 +195,7 @@ QE_TEST(pattern_testers_of_every_kernel_find_a_repeat_at_every_offset) {
     if (qe::bm::kernel_available(k)) kernels.push_back(k);
   std::mt19937_64 rng(31);
   for (size_t offset = 0; offset + kCopy <= kBlock; ++offset) {
-    // Eight random blocks; the last gets 96 bytes from `distance` bytes before `offset`.
+    // Eight random blocks; the last gets kCopy bytes from `distance` bytes before `offset`.
     std::vector<uint8_t> stream(8 * kBlock);
     for (auto& b : stream) b = static_cast<uint8_t>(rng());
     const size_t at = 7 * kBlock + offset;
@@ -205,7 +205,7 @@ QE_TEST(pattern_testers_of_every_kernel_find_a_repeat_at_every_offset) {
       qe::pattern::Config repeats_only;
       repeats_only.linear_bits = 0;
       qe::pattern::Tester tester(repeats_only, kernel);
-      std::vector<qe::pattern::BlockReport> reports(8);
+      std::vector<qe::pattern::BlockReport> reports(7);
       tester.test_blocks(stream.data(), kBlock, 7, reports.data());
       for (size_t b = 0; b < 7; ++b) CHECK_EQ(reports[b].repeat_distance, size_t(0));
       const auto last = tester.test_block(stream.data() + 7 * kBlock, kBlock);
