@@ -186,15 +186,21 @@ int main(int argc, char** argv) {
   row("pattern: repeats + linear, 64 blocks", pattern_batched(qe::bm::Kernel::Portable),
       pattern_batched(qe::bm::Kernel::Best));
 
-  auto fips = [&](bool fast) {
+  auto fips = [&](qe::fips140::Kernel kernel) {
     return rate(fips_bytes, [&] {
       qe::fips140::Tester t;
-      t.use_word_parallel(fast);
+      t.use_kernel(kernel);
       for (size_t off = 0; off < fips_bytes; off += qe::fips140::kBlockBytes) t.test_block(data.data() + off, qe::fips140::kBlockBytes);
     });
   };
-  const double fips_fast = fips(true);
-  row("FIPS 140-2", fips(false), fips_fast);
+  const double fips_plain = fips(qe::fips140::Kernel::BitByBit);
+  row("FIPS 140-2, 64-bit words (no SIMD)", fips_plain, fips(qe::fips140::Kernel::Words));
+  if (std::strcmp(qe::fips140::kernel_name(qe::fips140::Kernel::Avx512bw), "avx512bw") == 0)
+    row("FIPS 140-2, AVX-512 BW", fips_plain, fips(qe::fips140::Kernel::Avx512bw));
+  const double fips_fast = fips(qe::fips140::Kernel::Best);
+  char fips_label[64];
+  std::snprintf(fips_label, sizeof fips_label, "FIPS 140-2 (%s)", qe::fips140::kernel_name(qe::fips140::Kernel::Best));
+  row(fips_label, fips_plain, fips_fast);
 
   std::vector<qe::gate::Verdict> verdicts;
   verdicts.reserve(blocks);

@@ -41,6 +41,7 @@ bool has_avx512vl() {
 bool has_avx512vbmi2() {
   return has_avx512bw() && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
 }
+bool has_avx512vpopcntdq() { return has_avx512bw() && __builtin_cpu_supports("avx512vpopcntdq"); }
 bool has_popcnt() { return __builtin_cpu_supports("popcnt"); }
 bool has_ssse3() { return allowed(Level::sse4) && __builtin_cpu_supports("ssse3"); }
 bool has_sse41() { return allowed(Level::sse4) && __builtin_cpu_supports("sse4.1"); }
@@ -60,6 +61,7 @@ bool has_fma() { return false; }
 bool has_avx512bw() { return false; }
 bool has_avx512vl() { return false; }
 bool has_avx512vbmi2() { return false; }
+bool has_avx512vpopcntdq() { return false; }
 bool has_popcnt() { return false; }
 bool has_ssse3() { return false; }
 bool has_sse41() { return false; }
@@ -77,6 +79,7 @@ std::vector<std::string> feature_names() {
   if (has_avx512bw()) names.emplace_back("avx512bw");
   if (has_avx512vl()) names.emplace_back("avx512vl");
   if (has_avx512vbmi2()) names.emplace_back("avx512vbmi2");
+  if (has_avx512vpopcntdq()) names.emplace_back("avx512vpopcntdq");
   if (has_rdrand()) names.emplace_back("rdrand");
   if (has_rdseed()) names.emplace_back("rdseed");
   return names;

@@ -22,6 +22,7 @@ bool has_fma();  // fused multiply-add (FMA3)
 bool has_avx512bw();  // AVX-512 F + BW (what byte-wise kernels need)
 bool has_avx512vl();  // AVX-512 F + VL (AVX-512 instructions such as vpternlog on 256-bit vectors)
 bool has_avx512vbmi2();  // AVX-512 F + BW + VBMI + VBMI2: any-byte permutes and byte compress
+bool has_avx512vpopcntdq();  // AVX-512 F + BW + VPOPCNTDQ: popcounts of 64-bit lanes
 bool has_popcnt();
 bool has_ssse3();  // byte shuffles with a variable index (pshufb)
 bool has_sse41();  // SSE4.1 (phminposuw, pmovzx)

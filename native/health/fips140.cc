@@ -1,7 +1,7 @@
 #include "health/fips140.h"
 
 #include "common/cpu.h"
-#include "health/bit_order.h"
+#include "health/fips140_counts.h"
 
 #include <algorithm>
 #include <bit>
@@ -47,65 +47,63 @@ std::string BlockReport::describe() const {
 
 namespace {
 
-constexpr size_t kWords = (kBlockBytes * 8 + 63) / 64;  // 313; the last holds 32 bits
-using BitBlock = std::array<uint64_t, kWords + 1>;     // one zero word past the end
+enum class Resolved { Words, Avx512bw, Avx512Popcnt };
 
-// 64 bits of `b` from bit `pos` on (zero past the end).
-inline uint64_t bits_from(const BitBlock& b, size_t pos) {
-  const size_t q = pos / 64;
-  if (q >= kWords) return 0;
-  const unsigned r = pos % 64;
-  return r == 0 ? b[q] : (b[q] >> r) | (b[q + 1] << (64 - r));
+Resolved resolve(Kernel kernel) {
+  if (kernel == Kernel::Words || !detail::avx512_built() || !cpu::has_avx512bw()) return Resolved::Words;
+  if (kernel == Kernel::Avx512bw) return Resolved::Avx512bw;
+  return cpu::has_avx512vpopcntdq() && cpu::has_avx512vbmi2() ? Resolved::Avx512Popcnt : Resolved::Avx512bw;
 }
 
-QE_POPCNT_CLONES uint32_t ones_in(const BitBlock& b) {
-  uint32_t n = 0;
-  for (size_t w = 0; w < kWords; ++w) n += static_cast<uint32_t>(std::popcount(b[w]));
-  return n;
-}
-
-// Runs of set bits in `y` (zero past the block): counts of lengths 1..5 and 6+, and the
-// longest. A run of length >= k starts at bit i when i starts a run (y_i set, y_(i-1)
-// clear) and y_i .. y_(i+k-1) are all set: for each word, five shifted ANDs and six
-// popcounts. The longest run is measured from each start of a run of 6 or more (a few
-// dozen per block), or is the longest of the short ones.
-QE_POPCNT_CLONES void runs_of(const BitBlock& y, std::array<uint32_t, 6>& counts, uint32_t& longest) {
-  uint32_t ge[7] = {};
-  uint64_t carry = 0;
-  size_t longest_run = 0;
-  for (size_t w = 0; w < kWords; ++w) {
-    const uint64_t x0 = y[w], x1 = y[w + 1];
-    const uint64_t start = x0 & ~((x0 << 1) | carry);
-    carry = x0 >> 63;
-    uint64_t at_least = x0;  // bit i: y_i .. y_(i+k-1) all set
-    ge[1] += static_cast<uint32_t>(std::popcount(start));
-    for (unsigned t = 1; t <= 5; ++t) {
-      at_least &= (x0 >> t) | (x1 << (64 - t));
-      ge[t + 1] += static_cast<uint32_t>(std::popcount(start & at_least));
-    }
-    for (uint64_t long_starts = start & at_least; long_starts != 0; long_starts &= long_starts - 1) {
-      const size_t from = 64 * w + static_cast<size_t>(std::countr_zero(long_starts));
-      size_t len = 0;
-      for (;;) {
-        const uint64_t v = bits_from(y, from + len);
-        if (v != ~uint64_t{0}) {
-          len += static_cast<size_t>(std::countr_one(v));
-          break;
-        }
-        len += 64;
+// The longest run of set bits in `words` (bit order as sequence words), across words,
+// visiting only the words that `nonzero` marks (bit w % 8 of byte w / 8).
+uint32_t longest_run_in(const uint64_t* words, const uint8_t* nonzero, size_t count) {
+  size_t best = 0, carried = 0;  // carried: the set bits that end the word before
+  size_t previous = 0;           // the last word visited, plus one
+  for (size_t byte = 0; byte < count / 8; ++byte)
+    for (unsigned marks = nonzero[byte]; marks != 0; marks &= marks - 1) {
+      const size_t w = 8 * byte + static_cast<size_t>(std::countr_zero(marks));
+      if (w != previous) carried = 0;  // a zero word between
+      previous = w + 1;
+      const uint64_t v = words[w];
+      if (v == ~uint64_t{0}) {
+        carried += 64;
+        best = std::max(best, carried);
+        continue;
       }
-      longest_run = std::max(longest_run, len);
+      best = std::max(best, carried + static_cast<size_t>(std::countl_one(v)));
+      size_t inside = 0;  // each step shortens every run in v by one
+      for (uint64_t u = v; u != 0; u &= u << 1) ++inside;
+      best = std::max(best, inside);
+      carried = static_cast<size_t>(std::countr_one(v));
     }
-  }
-  for (size_t k = 1; k <= 5; ++k) counts[k - 1] = ge[k] - ge[k + 1];
-  counts[5] = ge[6];
-  if (longest_run == 0)
-    for (size_t k = 1; k <= 5; ++k)
-      if (ge[k] > 0) longest_run = k;
-  longest = static_cast<uint32_t>(longest_run);
+  return static_cast<uint32_t>(best);
+}
+
+// Run lengths of bit value v from the kernel's windows (fips140_counts.h): runs of length
+// >= k are W(k) - W(k+1), so runs of exactly k are W(k) - 2 W(k+1) + W(k+2).
+void runs_of(const detail::Counts& c, int v, std::array<uint32_t, 6>& runs, uint32_t& longest) {
+  const auto& W = c.windows[static_cast<size_t>(v)];
+  for (size_t k = 1; k <= 5; ++k) runs[k - 1] = W[k] - 2 * W[k + 1] + W[k + 2];
+  runs[5] = W[6] - W[7];
+  const uint32_t reach = c.reach[static_cast<size_t>(v)];
+  longest = reach < detail::kDeep ? reach
+                                  : detail::kDeep - 1 +
+                                        longest_run_in(c.deep[static_cast<size_t>(v)].data(),
+                                                       c.nonzero_deep[static_cast<size_t>(v)].data(), detail::kVectorWords);
 }
 
 }  // namespace
+
+const char* kernel_name(Kernel kernel) {
+  if (kernel == Kernel::BitByBit) return "bit-by-bit";
+  switch (resolve(kernel)) {
+    case Resolved::Words: return "words";
+    case Resolved::Avx512bw: return "avx512bw";
+    case Resolved::Avx512Popcnt: return "avx512-vpopcntdq";
+  }
+  return "words";
+}
 
 // The per-bit loop: every bit visited once (the reference the word-parallel count is
 // tested against).
@@ -139,29 +137,23 @@ void Tester::count_bit_by_bit(const uint8_t* block, BlockReport& report) {
   poker_x5000_ = poker_x5000(nibbles);
 }
 
-// The same counts on 64 bits at a time: ones by popcount, runs by shifted ANDs.
-QE_POPCNT_CLONES void Tester::count_word_parallel(const uint8_t* block, BlockReport& report) {
-  std::array<uint32_t, 16> nibbles{};
-  // Four histograms, so consecutive bytes do not wait on each other's increments.
-  std::array<std::array<uint32_t, 16>, 4> h{};
-  for (size_t i = 0; i < kBlockBytes; i += 4)
-    for (size_t t = 0; t < 4; ++t) {
-      ++h[t][block[i + t] >> 4];
-      ++h[t][block[i + t] & 15];
-    }
-  for (size_t v = 0; v < 16; ++v) nibbles[v] = h[0][v] + h[1][v] + h[2][v] + h[3][v];
-  BitBlock x{}, zeros{};
-  for (size_t w = 0; w < kWords; ++w) {
-    x[w] = health::sequence_word(block, kBlockBytes, w);
-    zeros[w] = ~x[w];
+// The same counts by one of the kernels of fips140_counts.h, on a zero-padded copy.
+void Tester::count_with_kernel(const uint8_t* block, BlockReport& report) {
+  alignas(64) uint8_t padded[detail::kPaddedBytes];
+  std::memcpy(padded, block, kBlockBytes);
+  std::memset(padded + kBlockBytes, 0, sizeof padded - kBlockBytes);
+  detail::Counts counts;
+  switch (resolve(kernel_)) {
+    case Resolved::Words: detail::count_words(padded, counts); break;
+    case Resolved::Avx512bw: detail::count_avx512bw(padded, counts); break;
+    case Resolved::Avx512Popcnt: detail::count_avx512_popcnt(padded, counts); break;
   }
-  zeros[kWords - 1] &= 0xffffffffull;  // 20,000 = 312 * 64 + 32
-  report.ones = ones_in(x);
+  report.ones = counts.windows[1][1];
   uint32_t longest_ones = 0, longest_zeros = 0;
-  runs_of(x, report.runs[1], longest_ones);
-  runs_of(zeros, report.runs[0], longest_zeros);
+  runs_of(counts, 1, report.runs[1], longest_ones);
+  runs_of(counts, 0, report.runs[0], longest_zeros);
   report.longest_run = std::max(longest_ones, longest_zeros);
-  poker_x5000_ = poker_x5000(nibbles);
+  poker_x5000_ = poker_x5000(counts.nibbles);
   report.poker = poker_x5000_ / 5000.0;
 }
 
@@ -175,19 +167,24 @@ BlockReport Tester::test_block(const uint8_t* block, size_t size) {
   if (size != kBlockBytes) throw std::invalid_argument("FIPS 140-2 tests need blocks of exactly 2,500 bytes");
   BlockReport report;
 
-  // Continuous test: compare each 32-bit word with the one before it.
-  for (size_t i = 0; i < size; i += 4) {
-    const uint32_t word = uint32_t(block[i]) | uint32_t(block[i + 1]) << 8 | uint32_t(block[i + 2]) << 16 |
-                          uint32_t(block[i + 3]) << 24;
-    if (have_previous_word_ && word == previous_word_) report.failed |= kContinuousRun;
-    previous_word_ = word;
-    have_previous_word_ = true;
-  }
+  // Continuous test: each 32-bit word against the one before it, the first against the
+  // previous block's last. Words are compared as they lie in memory (equal bytes, equal
+  // words), counted without a branch so that the loop vectorises.
+  auto word_at = [block](size_t i) {
+    uint32_t w;
+    std::memcpy(&w, block + i, 4);
+    return w;
+  };
+  uint32_t repeats = have_previous_word_ && word_at(0) == previous_word_ ? 1 : 0;
+  for (size_t i = 4; i < size; i += 4) repeats += word_at(i) == word_at(i - 4) ? 1 : 0;
+  if (repeats > 0) report.failed |= kContinuousRun;
+  previous_word_ = word_at(size - 4);
+  have_previous_word_ = true;
 
-  if (word_parallel_)
-    count_word_parallel(block, report);
-  else
+  if (kernel_ == Kernel::BitByBit)
     count_bit_by_bit(block, report);
+  else
+    count_with_kernel(block, report);
 
   if (!(report.ones > 9725 && report.ones < 10275)) report.failed |= kMonobit;
 

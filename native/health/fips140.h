@@ -51,6 +51,16 @@ struct Stats {
   std::array<uint64_t, kTestCount> failures{};  // per test, indexed like test_name
 };
 
+// How a Tester counts ones, nibbles and runs; every kernel gives identical reports.
+enum class Kernel {
+  BitByBit,  // every bit visited once: the reference the others are tested against
+  Words,     // 64-bit words, no SIMD
+  Avx512bw,  // AVX-512 F + BW alone where the CPU has them, else Words (for tests: Best may skip it)
+  Best,      // AVX-512 where the CPU has F + BW (with VPOPCNTDQ + VBMI2 where present), else Words
+};
+// "bit-by-bit", "words", "avx512bw" or "avx512-vpopcntdq": what `kernel` runs on this CPU.
+const char* kernel_name(Kernel kernel);
+
 // Stateful only for the continuous test (the last 32-bit word of the previous block).
 class Tester {
  public:
@@ -62,14 +72,14 @@ class Tester {
   void test_blocks(const uint8_t* data, size_t blocks, std::vector<BlockReport>& out);
   void reset();
   const Stats& stats() const { return stats_; }
-  // Counts ones and runs 64 bits at a time (the default), or bit by bit (for tests and
-  // benchmarks: the two give identical reports).
-  void use_word_parallel(bool on) { word_parallel_ = on; }
+  // Kernel::Best unless told otherwise (tests and benchmarks).
+  void use_kernel(Kernel kernel) { kernel_ = kernel; }
+  void use_word_parallel(bool on) { kernel_ = on ? Kernel::Best : Kernel::BitByBit; }
 
  private:
-  void count_word_parallel(const uint8_t* block, BlockReport& report);
+  void count_with_kernel(const uint8_t* block, BlockReport& report);
   void count_bit_by_bit(const uint8_t* block, BlockReport& report);
-  bool word_parallel_ = true;
+  Kernel kernel_ = Kernel::Best;
   int64_t poker_x5000_ = 0;
   bool have_previous_word_ = false;
   uint32_t previous_word_ = 0;

@@ -3,6 +3,7 @@
 // bit-packed algorithm) on >= 10^5 random and structured bit strings of every length
 // 1..4096; the word-parallel RCT/APT block check and FIPS 140-2 counts against the
 // per-sample loops; and pattern testers of every kernel on the same streams.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -135,33 +136,58 @@ QE_TEST(rct_apt_block_check_matches_the_per_sample_loop) {
   }
 }
 
-QE_TEST(fips140_word_parallel_counts_match_bit_by_bit) {
+QE_TEST(fips140_kernels_count_as_bit_by_bit) {
+  using qe::fips140::Kernel;
   std::mt19937_64 rng(140);
-  qe::fips140::Tester fast, slow;
-  slow.use_word_parallel(false);
+  qe::fips140::Tester slow, words, bw, best;
+  slow.use_kernel(Kernel::BitByBit);
+  words.use_kernel(Kernel::Words);
+  bw.use_kernel(Kernel::Avx512bw);
+  std::printf("  (FIPS 140-2 kernels on this CPU: %s, %s)\n", qe::fips140::kernel_name(Kernel::Avx512bw),
+              qe::fips140::kernel_name(Kernel::Best));
   std::vector<uint8_t> block(qe::fips140::kBlockBytes);
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < 2000; ++i) {
     for (auto& b : block) b = static_cast<uint8_t>(rng());
-    switch (i % 6) {
+    switch (i % 8) {
       case 1:  // a long run of zeros or ones somewhere, maybe at an end
         std::fill(block.begin() + static_cast<long>(rng() % 2000), block.begin() + static_cast<long>(2000 + rng() % 500),
                   (rng() & 1) ? 0xff : 0x00);
         break;
-      case 2: std::fill(block.begin(), block.end(), i % 12 == 2 ? 0x00 : 0xff); break;
+      case 2: std::fill(block.begin(), block.end(), i % 16 == 2 ? 0x00 : 0xff); break;
       case 3: std::fill(block.begin(), block.end(), 0xaa); break;
       case 4:
         for (auto& b : block) b &= static_cast<uint8_t>(rng());  // biased towards 0
         break;
       case 5: block[0] = 0xff, block[1] = 0xff, block[2498] = 0, block[2499] = 0; break;
+      case 6: {  // runs of every length up to 70 bits, of both values, across word boundaries
+        size_t bit = rng() % 64;
+        int value = static_cast<int>(rng() & 1);
+        while (bit < 20'000) {
+          const size_t len = 1 + rng() % 70;
+          for (size_t j = bit; j < std::min<size_t>(bit + len, 20'000); ++j) {
+            const uint8_t mask = static_cast<uint8_t>(0x80u >> (j % 8));
+            block[j / 8] = static_cast<uint8_t>(value ? block[j / 8] | mask : block[j / 8] & ~mask);
+          }
+          bit += len;
+          value ^= 1;
+        }
+        break;
+      }
+      case 7:  // a run that ends exactly at the block's last bit or starts at its first
+        std::fill(block.end() - static_cast<long>(1 + rng() % 40), block.end(), (i & 8) ? 0xff : 0x00);
+        std::fill(block.begin(), block.begin() + static_cast<long>(1 + rng() % 40), (i & 16) ? 0xff : 0x00);
+        break;
     }
-    const auto a = fast.test_block(block.data(), block.size());
-    const auto b = slow.test_block(block.data(), block.size());
-    CHECK_EQ(a.failed, b.failed);
-    CHECK_EQ(a.ones, b.ones);
-    CHECK_EQ(a.poker, b.poker);
-    CHECK_EQ(a.longest_run, b.longest_run);
-    for (int v = 0; v < 2; ++v)
-      for (int k = 0; k < 6; ++k) CHECK_EQ(a.runs[v][k], b.runs[v][k]);
+    const auto expected = slow.test_block(block.data(), block.size());
+    for (auto* tester : {&words, &bw, &best}) {
+      const auto got = tester->test_block(block.data(), block.size());
+      CHECK_EQ(got.failed, expected.failed);
+      CHECK_EQ(got.ones, expected.ones);
+      CHECK_EQ(got.poker, expected.poker);
+      CHECK_EQ(got.longest_run, expected.longest_run);
+      for (int v = 0; v < 2; ++v)
+        for (int k = 0; k < 6; ++k) CHECK_EQ(got.runs[v][k], expected.runs[v][k]);
+    }
   }
 }
 
