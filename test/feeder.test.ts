@@ -44,6 +44,19 @@ function sourceOptions(token: string, extra: Partial<FeederSourceOptions> = {}):
   return testSourceOptions(upstream, token, extra);
 }
 
+/**
+ * What a wait for the file sink saw when it timed out: the source's and the sink's status,
+ * the upstream pool's level and the feeder's log. This wait timed out twice in CI in many
+ * runs (stop 20; 2026-11-27, Node 24), never here; the next time it says where it stopped.
+ */
+function sawFileSink(feeder: Feeder, lines?: () => Array<Record<string, unknown>>): () => string {
+  return () => {
+    const status = feeder.statusNow();
+    const log = lines ? lines().map((l) => String(l.msg)) : [];
+    return `the file sink; saw ${JSON.stringify({ source: status.sources[0], sink: status.sinks[0], upstreamPool: upstream.pool.level, log })}`;
+  };
+}
+
 describe('feeder pipeline', () => {
   it('the file sink receives exactly the blocks that passed, in order; failing blocks never reach it', async () => {
     const blocks = [goodBlock(), Buffer.alloc(1024), goodBlock(), stuckBlock(), goodBlock(), goodBlock(), stuckBlock(), goodBlock()];
@@ -60,7 +73,7 @@ describe('feeder pipeline', () => {
       logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 60_000, 'the file sink');
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 60_000, sawFileSink(feeder, lines));
     await feeder.stop();
     expect(fs.readFileSync(file).equals(expected)).toBe(true);
     expect((fs.statSync(file).mode & 0o777).toString(8)).toBe('600');
@@ -110,7 +123,7 @@ describe('feeder pipeline', () => {
       logger: captureLogger().logger,
     });
     await feeder.start();
-    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 60_000, 'the file sink');
+    await waitFor(() => feeder.statusNow().sinks[0]!.bytesFed >= expected.length, 60_000, sawFileSink(feeder));
     const status = feeder.statusNow();
     await feeder.stop();
     expect(fs.readFileSync(file).equals(expected)).toBe(true);
