@@ -86,7 +86,12 @@ void runs_of(const detail::Counts& c, int v, std::array<uint32_t, 6>& runs, uint
   const auto& W = c.windows[static_cast<size_t>(v)];
   for (size_t k = 1; k <= 5; ++k) runs[k - 1] = W[k] - 2 * W[k + 1] + W[k + 2];
   runs[5] = W[6] - W[7];
-  const uint32_t reach = c.reach[static_cast<size_t>(v)];
+  // The longest window that exists: counted up to 7 bits, only looked for up to kDeep.
+  uint32_t reach = 0;
+  for (uint32_t k = 1; k < 8; ++k)
+    if (W[k] > 0) reach = k;
+  for (uint32_t k = 8; k <= detail::kDeep; ++k)
+    if (c.longer[static_cast<size_t>(v)][k - 8]) reach = k;
   longest = reach < detail::kDeep ? reach
                                   : detail::kDeep - 1 +
                                         longest_run_in(c.deep[static_cast<size_t>(v)].data(),

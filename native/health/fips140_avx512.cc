@@ -14,18 +14,6 @@
 #include <immintrin.h>
 
 namespace qe::fips140::detail {
-namespace {
-
-// kValidBits[w]: the bits of sequence word w inside the block (the zeros' words are
-// complements, so the padding is masked out of them); loaded at w and at w + 1.
-constexpr std::array<uint64_t, kVectorWords + 8> kValidBits = [] {
-  std::array<uint64_t, kVectorWords + 8> v{};
-  for (size_t w = 0; w < 312; ++w) v[w] = ~uint64_t{0};
-  v[312] = 0xffffffff00000000ull;
-  return v;
-}();
-
-}  // namespace
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw")

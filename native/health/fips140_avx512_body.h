@@ -23,16 +23,6 @@ inline __mmask8 windows_of(__m512i x0, __m512i x1, __m512i (&count)[8], __m512i 
   return _mm512_test_epi64_mask(a, a);
 }
 
-// The largest k with a window: counts for k <= 7, the OR-ed windows for 8..kDeep.
-inline uint32_t reach_of(const std::array<uint32_t, 8>& counted, const __m512i (&any)[3]) {
-  uint32_t reach = 0;
-  for (uint32_t k = 1; k < 8; ++k)
-    if (counted[k] > 0) reach = k;
-  for (uint32_t k = 8; k <= kDeep; ++k)
-    if (_mm512_test_epi64_mask(any[k - 8], any[k - 8]) != 0) reach = k;
-  return reach;
-}
-
 inline void count(const uint8_t* padded, Counts& out) {
   // vpshufb reverses the bytes of each 64-bit lane: little-endian loads become sequence words.
   const __m512i to_sequence_words = _mm512_set_epi64(0x08090a0b0c0d0e0f, 0x0001020304050607, 0x08090a0b0c0d0e0f,
@@ -54,8 +44,10 @@ inline void count(const uint8_t* padded, Counts& out) {
     out.windows[1][k] = static_cast<uint32_t>(_mm512_reduce_add_epi64(ones[k]));
     out.windows[0][k] = static_cast<uint32_t>(_mm512_reduce_add_epi64(zeros[k]));
   }
-  out.reach[1] = reach_of(out.windows[1], any_ones);
-  out.reach[0] = reach_of(out.windows[0], any_zeros);
+  for (size_t k = 0; k < kDeep - 7; ++k) {
+    out.longer[1][k] = _mm512_test_epi64_mask(any_ones[k], any_ones[k]) != 0;
+    out.longer[0][k] = _mm512_test_epi64_mask(any_zeros[k], any_zeros[k]) != 0;
+  }
 
   // Nibbles: a byte counter per lane and value, +1 where the nibble equals it (at most 80
   // per lane), summed across lanes by vpsadbw at the end.

@@ -7,18 +7,6 @@
 
 namespace qe::fips140::detail {
 
-namespace {
-
-constexpr size_t kDataWords = 313;  // 20,000 bits = 312 words and 32 bits
-
-// The bits of sequence word w that belong to the block: the zeros' words are complements,
-// so the padding must be masked out of them.
-constexpr uint64_t valid_bits(size_t w) {
-  return w < kDataWords - 1 ? ~uint64_t{0} : w == kDataWords - 1 ? 0xffffffff00000000ull : 0;
-}
-
-}  // namespace
-
 QE_POPCNT_CLONES void count_words(const uint8_t* padded, Counts& out) {
   // Nibbles by a byte histogram: 2,500 increments instead of 5,000, in four tables so that
   // consecutive bytes do not wait on each other's increments.
@@ -35,9 +23,9 @@ QE_POPCNT_CLONES void count_words(const uint8_t* padded, Counts& out) {
   uint64_t seq[kDataWords + 1];
   for (size_t w = 0; w <= kDataWords; ++w) seq[w] = msb_bits::load_be(padded, kPaddedBytes, 8 * w);
   for (int v = 0; v < 2; ++v) {
-    auto word = [&](size_t w) { return v ? seq[w] : ~seq[w] & valid_bits(w); };
+    auto word = [&](size_t w) { return v ? seq[w] : ~seq[w] & kValidBits[w]; };
     std::array<uint64_t, 8> windows{};
-    std::array<uint64_t, kDeep + 1> any{};  // k > 7: some position starts k bits equal to v
+    std::array<uint64_t, kDeep + 1> any{};  // k > 7: OR of the positions starting k bits equal to v
     out.nonzero_deep[v].fill(0);
     for (size_t w = 0; w < kDataWords; ++w) {
       const uint64_t x0 = word(w), x1 = word(w + 1);
@@ -55,13 +43,8 @@ QE_POPCNT_CLONES void count_words(const uint8_t* padded, Counts& out) {
       out.nonzero_deep[v][w / 8] |= static_cast<uint8_t>((a != 0 ? 1u : 0u) << (w % 8));
     }
     for (size_t w = kDataWords; w < kVectorWords; ++w) out.deep[v][w] = 0;
-    out.reach[v] = 0;
-    for (size_t k = 0; k < 8; ++k) {
-      out.windows[v][k] = static_cast<uint32_t>(windows[k]);
-      if (k > 0 && windows[k] > 0) out.reach[v] = static_cast<uint32_t>(k);
-    }
-    for (uint32_t k = 8; k <= kDeep; ++k)
-      if (any[k] != 0) out.reach[v] = k;
+    for (size_t k = 0; k < 8; ++k) out.windows[v][k] = static_cast<uint32_t>(windows[k]);
+    for (size_t k = 8; k <= kDeep; ++k) out.longer[v][k - 8] = any[k] != 0;
   }
 }
 

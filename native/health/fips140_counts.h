@@ -19,9 +19,20 @@ namespace qe::fips140::detail {
 // 64w + j is bit 63 - j of word w): 312 whole words and 32 bits of a 313th. They load eight
 // words at a time and "the next word" after each, so the block is handed over in a buffer
 // of kPaddedBytes whose bytes past 2,500 are zero.
+inline constexpr size_t kDataWords = 313;    // 20,000 bits = 312 words and 32 bits
 inline constexpr size_t kVectorWords = 320;  // 40 vectors of eight words
 inline constexpr size_t kPaddedBytes = (kVectorWords + 8) * 8;
 inline constexpr size_t kPaddingNibbles = 2 * (kVectorWords * 8 - 2500);  // zero nibbles a vector kernel sees
+
+// kValidBits[w]: the bits of sequence word w that belong to the block. The zeros' words are
+// complements, so the padding is masked out of them with this; a vector kernel loads it at
+// w and at w + 1, hence the eight words past kVectorWords.
+inline constexpr std::array<uint64_t, kVectorWords + 8> kValidBits = [] {
+  std::array<uint64_t, kVectorWords + 8> valid{};
+  for (size_t w = 0; w + 1 < kDataWords; ++w) valid[w] = ~uint64_t{0};
+  valid[kDataWords - 1] = 0xffffffff00000000ull;
+  return valid;
+}();
 
 // Windows longer than seven bits are not counted, only looked for, up to kDeep bits; the
 // positions starting kDeep equal bits are kept (they are few: about 10 per block and value
@@ -33,8 +44,8 @@ struct Counts {
   std::array<uint32_t, 16> nibbles;
   // windows[v][k], k = 1..7: positions starting k consecutive bits equal to v ([v][0] unused).
   std::array<std::array<uint32_t, 8>, 2> windows;
-  // reach[v]: the longest window of bits equal to v that exists, up to kDeep (0: none).
-  std::array<uint32_t, 2> reach;
+  // longer[v][k - 8], k = 8..kDeep: some position starts k consecutive bits equal to v.
+  std::array<std::array<bool, kDeep - 7>, 2> longer;
   // deep[v][w]: word w of the positions starting kDeep bits equal to v (bit order as the
   // sequence words); a run of L >= kDeep bits is a run of L - kDeep + 1 set bits here.
   std::array<std::array<uint64_t, kVectorWords>, 2> deep;
