@@ -98,8 +98,6 @@ Tester::Tester(Config config, Kernel kernel)
                 load64(bytes32 + 24) * key[3]);
 }
 
-uint64_t Tester::fingerprint(const uint8_t* bytes32) const { return fingerprint_with(key_, bytes32); }
-
 #ifdef QE_PATTERN_X86
 // Eight windows at a time: one 64-byte load holds the 39 bytes they span, byte permutes
 // cut out each window's four 64-bit words, and the multiplies are 64-bit vector ones.

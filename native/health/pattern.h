@@ -82,8 +82,7 @@ class Tester {
   // The repeat search of test_block: the nearest earlier occurrence, 0 for none. Adds the
   // block's chunks to the history.
   size_t repeat_distance(const uint8_t* block, size_t size);
-  uint64_t fingerprint(const uint8_t* bytes32) const;
-  // fingerprint() of the 32 bytes at each of the first `windows` offsets of `block`.
+  // The fingerprint of the 32 bytes at each of the first `windows` offsets of `block`.
   void fingerprints(const uint8_t* block, size_t windows, uint64_t* out) const;
   void insert(uint64_t fp, uint64_t chunk);
   bool use_avx512_ = false;  // fingerprints eight windows a vector with byte permutes (VBMI)
