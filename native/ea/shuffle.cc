@@ -71,27 +71,37 @@ constexpr size_t kBatch = 64;
 using Streams4 = uint64_t __attribute__((vector_size(32)));
 using Streams8 = uint64_t __attribute__((vector_size(64)));
 
-// product[k] = draw x (i - k) for k < 64; true if any of them needs the rejection test.
+// product[k] = draw x (i - k) for k < 64; true if any of them may need the rejection test
+// (redraw_rejected then checks each exactly). Rather than comparing every draw's low product
+// half with its own bound (three operations per four draws), the batch keeps the smallest low
+// half and compares it once with the largest bound, i: a batch passes that test unless one
+// low half falls under i, which happens in ~64 x i / 2^32 of batches (1.5 % for 10^6
+// samples). Fisher-Yates over 10^6 bytes on Zen 5 capped at AVX2: 0.83-0.90 -> 0.78-0.82 ms,
+// level with the AVX-512 path (0.77-0.79).
 __attribute__((target("avx2"))) bool draw_batch(Streams4 (&s)[4], uint64_t i, uint64_t* product) {
-  const __m256i step = _mm256_setr_epi64x(0, 1, 2, 3), four = _mm256_set1_epi64x(4);
-  const __m256i low = _mm256_set1_epi64x(0xFFFFFFFF);
-  __m256i reject = _mm256_setzero_si256();
+  const __m256i eight = _mm256_set1_epi64x(8);
+  __m256i bound_a = _mm256_sub_epi64(_mm256_set1_epi64x(static_cast<long long>(i)), _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256i bound_b = _mm256_sub_epi64(bound_a, _mm256_set1_epi64x(4));
+  __m256i lowest = _mm256_set1_epi32(-1);
   Streams4 state[4] = {s[0], s[1], s[2], s[3]};
   for (size_t k = 0; k < kBatch; k += 8) {
     Streams4 output;
     xoshiro_step(state, output);
     const auto r = reinterpret_cast<__m256i>(output);
-    const __m256i bound_a = _mm256_sub_epi64(_mm256_set1_epi64x(static_cast<long long>(i - k)), step);
-    const __m256i bound_b = _mm256_sub_epi64(bound_a, four);
     const __m256i a = _mm256_mul_epu32(r, bound_a), b = _mm256_mul_epu32(_mm256_srli_epi64(r, 32), bound_b);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(product + k), a);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(product + k + 4), b);
-    // Unsigned low half < bound, both under 2^32: the signed compare is exact.
-    reject = _mm256_or_si256(reject, _mm256_cmpgt_epi64(bound_a, _mm256_and_si256(a, low)));
-    reject = _mm256_or_si256(reject, _mm256_cmpgt_epi64(bound_b, _mm256_and_si256(b, low)));
+    // a's low halves in the even 32-bit lanes, b's moved up into the odd ones.
+    lowest = _mm256_min_epu32(lowest, _mm256_blend_epi32(a, _mm256_slli_epi64(b, 32), 0xAA));
+    bound_a = _mm256_sub_epi64(bound_a, eight);
+    bound_b = _mm256_sub_epi64(bound_b, eight);
   }
   for (int w = 0; w < 4; ++w) s[w] = state[w];
-  return !_mm256_testz_si256(reject, reject);
+  if (i > 0xFFFFFFFF) return true;  // i = 2^32: every low half is under it
+  // lowest >= i (unsigned) in every lane exactly where max(lowest, i) == lowest.
+  const __m256i largest_bound = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(i)));
+  const __m256i clear = _mm256_cmpeq_epi32(_mm256_max_epu32(lowest, largest_bound), lowest);
+  return _mm256_movemask_epi8(clear) != -1;
 }
 
 // The batch's 64 swaps: position i - 1 - k with the high half of product[k] (read as the
