@@ -2,13 +2,19 @@
 //   qentropy sts FILE --format binary --streams 100 --bits 1000000 --json --threads T
 // wall time of the whole process (start-up, reading the file, the battery, the JSON),
 // next to the fixed start-up cost (`node -e 0`, `qentropy version`), side by side with a
-// baseline build and, when NIST_STS_DIR is set, NIST sts-2.1.2's `assess`.
+// baseline build and the other implementations of the battery when they are built:
+// NIST sts-2.1.2's `assess` (NIST_STS_DIR) and Sýs & Říha's fast STS (SYS_RIHA_STS_DIR).
 //
-//   npm run build:ts && node benchmarks/sts/cli.js [--runs 5] [--streams 100] [--bits 1000000]
-//     [--baseline /work/main] [--node PATH]...
+//   npm run build:ts && [NIST_STS_DIR=DIR] [SYS_RIHA_STS_DIR=DIR] node benchmarks/sts/cli.js
+//     [--runs 5] [--streams 100] [--bits 1000000] [--baseline /work/main] [--node PATH]...
 //
 // --baseline is another checkout with its own dist/ and build/ (for example the previous
 // commit's); --node adds a Node binary to compare (each contender runs under each Node).
+// NIST_STS_DIR is NIST's sts directory after `make` (assess, templates/, experiments/
+// AlgorithmTesting/<test>/). SYS_RIHA_STS_DIR is the same layout for Sýs & Říha's
+// NIST-STS-optimised (their NIST/NIST/ directory with `assess` built from its sources):
+// it is NIST's 2.1.1 assess whose `-fast` argument switches every test to their faster
+// version, so both run the same 15 tests with the same defaults on the same file, one thread.
 // Runs are alternated (contender A, B, C, A, B, C, ...) so a load change hits all alike;
 // min and median of --runs each, with the load average before and after.
 import { spawnSync } from 'node:child_process';
@@ -33,6 +39,7 @@ const bits = Number(arg('bits', 1_000_000));
 const baseline = arg('baseline', undefined);
 const nodes = [process.execPath, ...args('node')];
 const nistDir = process.env.NIST_STS_DIR;
+const sysRihaDir = process.env.SYS_RIHA_STS_DIR;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qentropy-sts-cli-'));
 const file = path.join(dir, 'random.bin');
@@ -60,12 +67,27 @@ for (const node of nodes) {
     }
   }
 }
+// assess is interactive and reads its templates relative to its own directory:
+// input file (0), the path, all tests (1), default parameters (0), streams, binary (1).
+// Its main() returns 1 when it has run (0 only for a usage error), also when it stopped
+// reading early (a short file: "READ ERROR" on stdout), so the warm-up run checks its
+// freq.txt for one full-length line per stream: a run that tested nothing is not timed.
+const answers = `0\n${file}\n1\n0\n${streams}\n1\n`;
+const assessRead = (stsDir) => () => {
+  const freq = fs.readFileSync(path.join(stsDir, 'experiments', 'AlgorithmTesting', 'freq.txt'), 'utf8');
+  const full = freq.split('\n').filter((l) => l.includes(`BITSREAD = ${bits} `)).length;
+  if (full !== streams) throw new Error(`${stsDir}: assess read ${full} of ${streams} streams of ${bits} bits`);
+};
 if (nistDir) {
-  // assess is interactive and reads its templates relative to its own directory:
-  // input file (0), the path, all tests (1), default parameters (0), streams, binary (1).
-  const answers = `0\n${file}\n1\n0\n${streams}\n1\n`;
-  // Its main() returns 1 when it has run (0 only for a usage error).
-  contenders.push({ label: 'NIST sts-2.1.2 assess (1T)', cmd: [path.join(nistDir, 'assess'), String(bits)], cwd: nistDir, input: answers, okStatus: 1 });
+  contenders.push({ label: 'NIST sts-2.1.2 assess (1T)', cmd: [path.join(nistDir, 'assess'), String(bits)], cwd: nistDir, input: answers, okStatus: 1, check: assessRead(nistDir) });
+}
+if (sysRihaDir) {
+  // The same prompts and answers; `-fast` selects their implementation of every test
+  // (without it their binary runs NIST's original code). Their P-values equal NIST's (to the
+  // last printed digit) but for the longest-run test: their LongestRunOfOnes3 never compares
+  // the run that ends a 10,000-bit block, so a few streams in a hundred get another P-value.
+  // That is a missing comparison, not missing work, so the timing stands.
+  contenders.push({ label: 'Sýs–Říha fast STS assess -fast (1T)', cmd: [path.join(sysRihaDir, 'assess'), String(bits), '-fast'], cwd: sysRihaDir, input: answers, okStatus: 1, check: assessRead(sysRihaDir) });
 }
 
 // Wall seconds, and CPU seconds (user + system of the process and its threads, from
@@ -84,7 +106,10 @@ function runOnce(c) {
 
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 const loadBefore = load();
-for (const c of contenders) runOnce(c);  // warm-up: file cache, and fail early
+for (const c of contenders) {  // warm-up: file cache, and fail early
+  runOnce(c);
+  c.check?.();
+}
 const times = contenders.map(() => []);
 for (let i = 0; i < runs; i++) contenders.forEach((c, j) => times[j].push(runOnce(c)));
 const loadAfter = load();
