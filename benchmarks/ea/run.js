@@ -2,7 +2,8 @@
 // side on the same 10^6-sample files (NIST's own truerand_8bit, truerand_4bit and
 // truerand_1bit from ../shared/vectors/sp800-90b), one thread and every core.
 //
-//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid --files 8-bit,4-bit,1-bit --pin CPU|none]
+//   npm run build:ts && npm run bench:ea [-- --repeat 1 --tracks non-iid,iid --files 8-bit,4-bit,1-bit --pin CPU|none
+//     --threads 1,N]   (N: every core, the default)
 //
 // NIST's tool is not part of the project: point NIST_EA_DIR at a directory holding
 // ea_non_iid and ea_iid built from usnistgov/SP800-90B_EntropyAssessment (see
@@ -10,7 +11,8 @@
 // our figures next to the reference times recorded in ../shared/vectors/sp800-90b/README.md.
 // Each run is a fresh process (ours: node bin/qentropy.js ea FILE --json), timed by wall
 // clock; the assessed min-entropy of both tools is printed to show they agree. Non-IID times
-// are the best of --repeat. IID times are the mean: how many shuffles the permutation test's
+// are the best of --repeat. IID times are the mean (a min/median line under each row gives
+// both tools' spread and the ratio of their medians): how many shuffles the permutation test's
 // counting rule needs is random in both tools (each run draws its own shuffles), so the
 // shuffles and compressions each run needed are printed too.
 import { spawnSync } from 'node:child_process';
@@ -33,6 +35,7 @@ const tracks = arg('tracks', 'non-iid,iid').split(',');
 const only = arg('files', '8-bit,4-bit,1-bit').split(',');
 const cores = os.availableParallelism();
 const nistDir = process.env.NIST_EA_DIR;
+const threadCounts = arg('threads', [...new Set([1, cores])].join(',')).split(',').map(Number);
 // One-thread rows run both tools on one CPU (taskset): on the VMs measured here the two
 // vCPUs ran the same process ~50% apart in speed (one also takes the host's interrupts), so
 // unpinned one-thread runs timed the scheduler's choice of CPU as much as either tool.
@@ -70,12 +73,17 @@ function sideBySide(commands) {
   return runs.map((r) => ({
     seconds: Math.min(...r.map((x) => x.seconds)),
     mean: r.reduce((a, x) => a + x.seconds, 0) / r.length,
+    median: median(r.map((x) => x.seconds)),
     runs: r,
     out: r[r.length - 1].out,
   }));
 }
 
 const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
 
 const oursCommand = (track, file, threads) => [process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)], {}, threads];
 
@@ -165,9 +173,11 @@ const files = [
 ];
 
 console.log(`SP 800-90B assessment benchmark, ${os.cpus()[0]?.model ?? 'cpu'}, ${cores} cores, load average ${os.loadavg()[0].toFixed(1)}`);
-// Our figures include starting Node and loading the CLI; this is that fixed cost.
-const [startup] = sideBySide([[process.execPath, [cli, 'version'], {}, 1]]);
-console.log(`qentropy process start-up (qentropy version): ${startup.seconds.toFixed(2)} s, included below`);
+// Our figures include starting Node and loading the CLI; this is that fixed cost. Measured
+// with `ea --help`, which loads the CLI and the ea command as a run does: `qentropy version`
+// also probes OpenSSL's post-quantum groups (0.06-0.1 s more on the Zen 5 VM of run 17).
+const [startup] = sideBySide([[process.execPath, [cli, 'ea', '--help'], {}, 1]]);
+console.log(`qentropy process start-up (qentropy ea --help): ${startup.seconds.toFixed(2)} s, included below`);
 console.log(pin !== null ? `one-thread rows: both tools pinned to CPU ${pin} (taskset)` : 'one-thread rows: not pinned');
 // QENTROPY_SIMD=avx2 runs our kernels of a CPU without AVX-512 (native/common/cpu.cc); NIST's
 // tool is whatever it was built as (-march=native in its Makefile; x86-64-v3 for AVX2 only).
@@ -181,7 +191,7 @@ for (const track of tracks) {
   for (const [label, name] of files.filter(([label]) => only.includes(label))) {
     const file = path.join(vectors, name);
     const ourWork = {};  // IID runs per thread count, for the scaling line
-    for (const threads of [...new Set([1, cores])]) {
+    for (const threads of threadCounts) {
       // ea_iid on 10^6 binary samples runs for tens of minutes (the reference did not finish
       // in 18 CPU-minutes); set NIST_EA_IID_1BIT=1 to wait for it anyway.
       const skipNist = !nistDir || (track === 'iid' && label === '1-bit' && !process.env.NIST_EA_IID_1BIT);
@@ -202,6 +212,15 @@ for (const track of tracks) {
         if (track === 'iid') agree += `; shuffles ${o.shuffles.toFixed(0)} / ${n.shuffles.toFixed(0)}, compressions ${o.compressions.toFixed(0)} / ${n.compressions.toFixed(0)}`;
       }
       console.log(`${pad(key, 22)}${lpad(threads, 8)}${lpad(`${o.seconds.toFixed(2)} s`, 11)}${lpad(nistCell, 12)}${lpad(speed, 10)}   ${agree}`);
+      // Every run of both tools as min / median (the row above gives the mean for IID, the
+      // best for non-IID), and the ratio of the medians.
+      if (repeat > 1) {
+        const spread = (r) => `${r.seconds.toFixed(2)}/${r.median.toFixed(2)}`;
+        console.log(
+          `${pad('  min/median', 22)}${lpad(threads, 8)}${lpad(spread(ourRuns), 11)}${lpad(skipNist ? '' : spread(nistRuns), 12)}` +
+            `${lpad(skipNist ? '' : `${(nistRuns.median / ourRuns.median).toFixed(1)}x`, 10)}   of ${repeat} alternated runs each`,
+        );
+      }
       // NIST's shuffle count is a real count with one thread only (see benchmarks/README.md).
       const e = track === 'iid' && threads === 1 && nistWork ? equalWork(o, nistWork) : null;
       if (e) {
