@@ -21,6 +21,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { median } from '../lib/stats.js';
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const vectors = path.resolve(root, '..', 'shared', 'vectors', 'sp800-90b');
 const cli = path.join(root, 'bin', 'qentropy.js');
@@ -80,10 +82,6 @@ function sideBySide(commands) {
 }
 
 const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 const oursCommand = (track, file, threads) => [process.execPath, [cli, 'ea', file, `--${track}`, '--json', '--threads', String(threads)], {}, threads];
 

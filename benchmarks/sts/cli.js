@@ -24,6 +24,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { median } from '../lib/stats.js';
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 function arg(name, fallback) {
@@ -114,10 +116,6 @@ const times = contenders.map(() => []);
 for (let i = 0; i < runs; i++) contenders.forEach((c, j) => times[j].push(runOnce(c)));
 const loadAfter = load();
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 console.log(`qentropy sts through the CLI: ${streams} x ${bits} bits (binary file), ${os.cpus()[0]?.model ?? 'cpu'}, ${os.availableParallelism()} cores, ${nodeLabel(process.execPath)}`);
 console.log(`${runs} alternated runs each; load average (1/5/15 min) ${loadBefore} before, ${loadAfter} after`);
 console.log('');
